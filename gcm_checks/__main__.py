@@ -1,0 +1,5 @@
+import sys
+
+from gcm_checks.cli import main
+
+sys.exit(main())
