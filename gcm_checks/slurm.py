@@ -1,0 +1,752 @@
+"""The only module that talks to Slurm (rule 3, STYLE.md practice 6).
+
+Everything Slurm-visible that gcm-checks does - drain, resume, node features,
+the node's ``Extra`` summary, a job's comment - goes through one small
+``SlurmBackend`` interface. The default backend runs ``scontrol`` by absolute
+path (a prolog has no PATH, Slurm 22.05) through ``gcm_checks.proc.run`` with a
+timeout: an unreachable slurmctld must cost a bounded wait and a log line,
+never a hang and never a drain (peer tools drained whole racks with "Script
+timed out" when ``scontrol`` hung).
+
+Ownership rules, enforced by ``apply_drain`` / ``apply_resume``:
+
+* our drain reasons start with ``gcm:``; a reason that does not is someone
+  else's (an admin's maintenance, Slurm's own "Prolog error") and is never
+  overwritten and never resumed (NHC once resumed nodes drained for
+  maintenance);
+* every drain we make is recorded under ``state_dir`` so a healthy run can tell
+  without any RPC whether a gcm drain may exist - a healthy prolog makes zero
+  ``REQUEST_UPDATE_NODE`` calls, a drain exactly one.
+
+Health is published as node features (``gcm_ok`` / ``gcm_degraded`` /
+``gcm_qualified``) plus a compact summary in ``Extra``, written only on
+transitions. Features set with scontrol are lost on ``scontrol reconfigure``
+(``Extra`` survives), so the last applied state is kept locally and health mode
+re-applies it.
+
+This module is on the prolog path: it imports nothing heavy at top level.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
+
+try:  # Python >= 3.8
+    from typing import Protocol
+except ImportError:  # pragma: no cover
+    Protocol = object  # type: ignore
+
+GCM_PREFIX = "gcm:"
+# Features gcm-checks owns; every other feature on a node is preserved.
+GCM_FEATURES = ("gcm_ok", "gcm_degraded", "gcm_qualified")
+HEALTH_FEATURES = {"ok": "gcm_ok", "degraded": "gcm_degraded"}
+MAX_REASON = 200
+DEFAULT_TIMEOUT_S = 5.0
+DRAIN_STATE_FILE = "drain.json"
+FEATURE_STATE_FILE = "features.json"
+
+
+class SlurmError(Exception):
+    """slurmctld unreachable, scontrol failed, timed out or is missing.
+
+    Callers turn this into a log line and an ``unknown``, never a drain.
+    """
+
+
+# --------------------------------------------------------------------------
+# Parsed views
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    name: str
+    state: str  # e.g. "IDLE+DRAIN", "MIXED", "DOWN*+DRAIN"
+    reason: Optional[str] = None  # without the trailing " [user@time]"
+    reason_user: Optional[str] = None
+    available_features: Tuple[str, ...] = ()
+    active_features: Tuple[str, ...] = ()
+    extra: Optional[str] = None
+    comment: Optional[str] = None
+
+    @property
+    def drained(self) -> bool:
+        # DRAIN covers DRAINING and DRAINED; scontrol prints e.g. IDLE+DRAIN.
+        return "DRAIN" in self.state.upper()
+
+    @property
+    def gcm_owned(self) -> bool:
+        return bool(self.reason) and self.reason.startswith(GCM_PREFIX)  # type: ignore[union-attr]
+
+
+# Keys whose values are free text and may contain spaces and "=". A following
+# "Word=" only ends such a value when Word is a key Slurm actually prints.
+_FREE_TEXT = {"Reason", "Comment", "Extra", "OS", "JobName", "Command", "WorkDir", "StdOut", "StdErr", "StdIn", "AdminComment", "SystemComment"}
+_KNOWN_KEYS = set(
+    """NodeName Arch CoresPerSocket CPUAlloc CPUEfctv CPUTot CPULoad AvailableFeatures ActiveFeatures
+    Gres GresDrain GresUsed NodeAddr NodeHostName Port Version OS RealMemory AllocMem FreeMem Sockets
+    Boards State ThreadsPerCore TmpDisk Weight Owner MCS_label Partitions BootTime SlurmdStartTime
+    LastBusyTime ResumeAfterTime CfgTRES AllocTRES CapWatts CurrentWatts AveWatts ExtSensorsJoules
+    ExtSensorsWatts ExtSensorsTemp Reason Comment Extra NextState Reboot InstanceId InstanceType
+    LowestJoules ConsumedJoules CoreSpecCount CPUSpecList MemSpecLimit
+    JobId JobName UserId GroupId MCS_label Priority Nice Account QOS JobState Dependency Requeue
+    Restarts BatchFlag ExitCode DerivedExitCode RunTime TimeLimit TimeMin SubmitTime EligibleTime
+    AccrueTime StartTime EndTime Deadline PreemptEligibleTime PreemptTime SuspendTime SecsPreSuspend
+    LastSchedEval Scheduler Partition AllocNode:Sid ReqNodeList ExcNodeList NodeList BatchHost
+    NumNodes NumCPUs NumTasks CPUs/Task ReqB:S:C:T TRES Socks/Node NtasksPerN:B:S:C CoreSpec
+    MinCPUsNode MinMemoryNode MinMemoryCPU MinTmpDiskNode Features DelayBoot OverSubscribe Contiguous
+    Licenses Network Command WorkDir StdErr StdIn StdOut Power TresPerNode TresPerJob TresPerTask
+    CpusPerTres MemPerTres MailUser MailType ArrayJobId ArrayTaskId HetJobId HetJobOffset
+    AdminComment SystemComment Container ContainerID Prolog Epilog KillOPRunning""".split()
+)
+_KEY_RE = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=")
+_REASON_TAIL_RE = re.compile(r"\s*\[([^\]@\s]+)@([^\]]*)\]\s*$")
+
+
+def parse_key_values(line: str) -> Dict[str, str]:
+    """Parse one ``scontrol show ... -o`` record into key -> raw value."""
+    line = line.strip()
+    marks: List[Tuple[str, int, int]] = []  # key, start of match, start of value
+    prev_key = None
+    for m in _KEY_RE.finditer(line):
+        key = m.group(1)
+        if prev_key in _FREE_TEXT and key not in _KNOWN_KEYS:
+            continue  # "Reason=expected gpus=8" stays one value
+        marks.append((key, m.start(), m.end()))
+        prev_key = key
+    out: Dict[str, str] = {}
+    for i, (key, _start, vstart) in enumerate(marks):
+        vend = marks[i + 1][1] if i + 1 < len(marks) else len(line)
+        out[key] = line[vstart:vend].strip()
+    return out
+
+
+def _none_if_null(v: Optional[str]) -> Optional[str]:
+    if v is None or v in ("", "(null)", "None"):
+        return None
+    return v
+
+
+def _features(v: Optional[str]) -> Tuple[str, ...]:
+    v = _none_if_null(v)
+    if not v:
+        return ()
+    return tuple(f for f in (x.strip() for x in v.split(",")) if f)
+
+
+def parse_node(text: str) -> NodeInfo:
+    """Parse ``scontrol show node -o NODE`` output (one line per node)."""
+    line = next((ln for ln in text.splitlines() if ln.strip().startswith("NodeName=")), "")
+    if not line:
+        raise SlurmError(f"no NodeName in scontrol output: {text.strip()[:200]!r}")
+    kv = parse_key_values(line)
+    reason = _none_if_null(kv.get("Reason"))
+    reason_user = None
+    if reason:
+        m = _REASON_TAIL_RE.search(reason)
+        if m:
+            reason_user = m.group(1)
+            reason = reason[: m.start()].strip() or None
+    return NodeInfo(
+        name=kv.get("NodeName", ""),
+        state=kv.get("State", ""),
+        reason=reason,
+        reason_user=reason_user,
+        available_features=_features(kv.get("AvailableFeatures")),
+        active_features=_features(kv.get("ActiveFeatures")),
+        extra=_none_if_null(kv.get("Extra")),
+        comment=_none_if_null(kv.get("Comment")),
+    )
+
+
+# --------------------------------------------------------------------------
+# Reasons
+# --------------------------------------------------------------------------
+
+# Anything that could end an argv word, a reason or a shell command, or that
+# renders badly in sinfo/HTML. Log text reaches here (rule 5).
+_UNSAFE = re.compile(r"[^A-Za-z0-9 _.,:/+%@#()\[\]{}=~^*?!-]")
+
+
+def sanitize_reason(text: str, limit: int = MAX_REASON) -> str:
+    """Single line of safe printable ASCII, at most ``limit`` characters.
+
+    Strips quotes, backticks, ``$ ; | & < >``, backslashes, control characters
+    and newlines. ``=`` is replaced too: scontrol's one-line output is
+    ``Key=value`` pairs and a stray ``=`` makes a reason harder to parse back.
+    """
+    text = str(text).replace("=", " ")
+    text = re.sub(r"[\r\n\t\x0b\x0c]+", " ", text)
+    text = _UNSAFE.sub("", text)
+    text = re.sub(r" {2,}", " ", text).strip()
+    if len(text) > limit:
+        text = text[: limit - 3].rstrip() + "..."
+    return text
+
+
+def make_drain_reason(check_id: str, subject: str, message: str) -> str:
+    """``gcm: <check id>: <subject>: <short message>`` (subject omitted if empty)."""
+    parts = [sanitize_reason(check_id, 60)]
+    if subject:
+        parts.append(sanitize_reason(subject, 60))
+    parts.append(sanitize_reason(message))
+    body = ": ".join(p for p in parts if p)
+    return sanitize_reason(f"{GCM_PREFIX} {body}")
+
+
+# --------------------------------------------------------------------------
+# Backends
+# --------------------------------------------------------------------------
+
+
+class SlurmBackend(Protocol):
+    def node_info(self, node: str) -> NodeInfo: ...
+
+    def drain(self, node: str, reason: str) -> None: ...
+
+    def resume(self, node: str) -> None: ...
+
+    def set_features(self, node: str, available: List[str], active: List[str]) -> None: ...
+
+    def set_extra(self, node: str, extra: str) -> None: ...
+
+    def set_job_comment(self, job_id: str, comment: str) -> None: ...
+
+    def show_job(self, job_id: str) -> Dict[str, str]: ...
+
+
+def _feature_arg(features: Sequence[str]) -> str:
+    # An empty list must still be sent: scontrol reads "Features=" as "none".
+    return ",".join(features)
+
+
+class ScontrolBackend:
+    """Runs ``scontrol`` by absolute path, every call under ``timeout_s``."""
+
+    def __init__(self, scontrol: Optional[str] = None, timeout_s: float = DEFAULT_TIMEOUT_S, env: Optional[Dict[str, str]] = None):
+        from gcm_checks.proc import which
+
+        self.scontrol = scontrol or which("scontrol")
+        self.timeout_s = float(timeout_s)
+        self.env = env
+        self.calls: List[Tuple[str, ...]] = []  # argv of every call, for tests and logs
+
+    def _run(self, *args: str) -> str:
+        if not self.scontrol:
+            raise SlurmError("scontrol: not found (set slurm.scontrol)")
+        from gcm_checks.proc import run
+
+        argv = (self.scontrol,) + tuple(args)
+        self.calls.append(argv)
+        res = run(argv, timeout=self.timeout_s, env=self.env)
+        if not res.ok:
+            raise SlurmError(res.describe())
+        return res.stdout
+
+    def node_info(self, node: str) -> NodeInfo:
+        return parse_node(self._run("show", "node", "-o", node))
+
+    def drain(self, node: str, reason: str) -> None:
+        self._run("update", f"nodename={node}", "state=drain", f"reason={reason}")
+
+    def resume(self, node: str) -> None:
+        self._run("update", f"nodename={node}", "state=resume")
+
+    def set_features(self, node: str, available: List[str], active: List[str]) -> None:
+        self._run("update", f"nodename={node}", f"AvailableFeatures={_feature_arg(available)}", f"ActiveFeatures={_feature_arg(active)}")
+
+    def set_extra(self, node: str, extra: str) -> None:
+        self._run("update", f"nodename={node}", f"Extra={extra}")
+
+    def set_features_and_extra(self, node: str, available: List[str], active: List[str], extra: str) -> None:
+        # One update RPC instead of two: health transitions stay cheap.
+        self._run(
+            "update",
+            f"nodename={node}",
+            f"AvailableFeatures={_feature_arg(available)}",
+            f"ActiveFeatures={_feature_arg(active)}",
+            f"Extra={extra}",
+        )
+
+    def set_job_comment(self, job_id: str, comment: str) -> None:
+        self._run("update", f"jobid={job_id}", f"comment={comment}")
+
+    def show_job(self, job_id: str) -> Dict[str, str]:
+        out = self._run("show", "job", "-o", str(job_id))
+        line = next((ln for ln in out.splitlines() if ln.strip().startswith("JobId=")), "")
+        if not line:
+            raise SlurmError(f"no JobId in scontrol output for job {job_id}")
+        return parse_key_values(line)
+
+
+class PyslurmBackend:
+    """Optional backend through pyslurm (``pip install gcm-checks[pyslurm]``).
+
+    pyslurm talks to slurmctld in-process, skipping a fork/exec per call. Its
+    calls are C calls that can block, so each runs under a deadline. The CLI
+    backend stays the default and is what the real-daemon tests exercise.
+    """
+
+    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S):
+        import pyslurm  # noqa: F401 - raise ImportError early if absent
+
+        self._pyslurm = pyslurm
+        self.timeout_s = float(timeout_s)
+
+    def _call(self, what: str, fn: Any) -> Any:
+        from gcm_checks.deadline import DeadlineExceeded, call_with_deadline
+
+        try:
+            return call_with_deadline(fn, self.timeout_s, what=f"pyslurm.{what}")
+        except DeadlineExceeded as e:
+            raise SlurmError(str(e)) from e
+        except SlurmError:
+            raise
+        except Exception as e:  # pyslurm raises ValueError/RuntimeError on RPC errors
+            raise SlurmError(f"pyslurm.{what}: {e}") from e
+
+    def node_info(self, node: str) -> NodeInfo:
+        def get() -> NodeInfo:
+            d = self._pyslurm.node().get_node(node)[node]
+            reason = d.get("reason") or None
+            return NodeInfo(
+                name=node,
+                state=str(d.get("state", "")),
+                reason=reason,
+                reason_user=d.get("reason_uid") and str(d.get("reason_uid")),
+                available_features=_features(",".join(d.get("features") or []) if isinstance(d.get("features"), list) else d.get("features")),
+                active_features=_features(",".join(d.get("features_active") or []) if isinstance(d.get("features_active"), list) else d.get("features_active")),
+                extra=d.get("extra") or None,
+                comment=d.get("comment") or None,
+            )
+
+        return self._call("node_info", get)
+
+    def _update_node(self, what: str, fields: Dict[str, Any]) -> None:
+        msg = dict(fields, node_names=fields.get("node_names"))
+
+        def upd() -> None:
+            rc = self._pyslurm.node().update(msg)
+            if rc not in (0, None):
+                raise SlurmError(f"pyslurm.{what}: rc {rc}")
+
+        self._call(what, upd)
+
+    def drain(self, node: str, reason: str) -> None:
+        self._update_node("drain", {"node_names": node, "node_state": self._pyslurm.NODE_STATE_DRAIN, "reason": reason})
+
+    def resume(self, node: str) -> None:
+        self._update_node("resume", {"node_names": node, "node_state": self._pyslurm.NODE_RESUME})
+
+    def set_features(self, node: str, available: List[str], active: List[str]) -> None:
+        self._update_node("set_features", {"node_names": node, "features": ",".join(available), "features_act": ",".join(active)})
+
+    def set_extra(self, node: str, extra: str) -> None:
+        self._update_node("set_extra", {"node_names": node, "extra": extra})
+
+    def set_job_comment(self, job_id: str, comment: str) -> None:
+        self._call("set_job_comment", lambda: self._pyslurm.job().modify(int(job_id), {"comment": comment}))
+
+    def show_job(self, job_id: str) -> Dict[str, str]:
+        d = self._call("show_job", lambda: self._pyslurm.job().find_id(str(job_id)))
+        rec = d[0] if isinstance(d, list) and d else d
+        return {str(k): str(v) for k, v in dict(rec or {}).items()}
+
+
+class DryRunBackend:
+    """Says what it would do and does nothing (``--dry-run``, report-only).
+
+    Reads go to ``reader`` when one is given (report-only mode on a real
+    cluster decides from the real node state), else to ``state``.
+    """
+
+    def __init__(self, out: Optional[TextIO] = None, state: Optional[NodeInfo] = None, reader: Optional[SlurmBackend] = None, log: Any = None):
+        self.out = out if out is not None else sys.stdout
+        self.state = state
+        self.reader = reader
+        self.log = log
+        self.actions: List[str] = []
+
+    def _would(self, *argv: str) -> None:
+        from shlex import quote
+
+        def word(a: str) -> str:
+            k, eq, v = a.partition("=")
+            return f"{k}={quote(v)}" if eq and v else quote(a)
+
+        line = "would run: scontrol " + " ".join(word(a) for a in argv)
+        self.actions.append(line)
+        if self.log is not None:
+            self.log.info(line)
+        if self.out is not None:
+            print(line, file=self.out)
+
+    def node_info(self, node: str) -> NodeInfo:
+        if self.reader is not None:
+            return self.reader.node_info(node)
+        if self.state is not None:
+            return self.state
+        return NodeInfo(name=node, state="UNKNOWN")
+
+    def drain(self, node: str, reason: str) -> None:
+        self._would("update", f"nodename={node}", "state=drain", f"reason={reason}")
+
+    def resume(self, node: str) -> None:
+        self._would("update", f"nodename={node}", "state=resume")
+
+    def set_features(self, node: str, available: List[str], active: List[str]) -> None:
+        self._would("update", f"nodename={node}", f"AvailableFeatures={_feature_arg(available)}", f"ActiveFeatures={_feature_arg(active)}")
+
+    def set_extra(self, node: str, extra: str) -> None:
+        self._would("update", f"nodename={node}", f"Extra={extra}")
+
+    def set_features_and_extra(self, node: str, available: List[str], active: List[str], extra: str) -> None:
+        self._would("update", f"nodename={node}", f"AvailableFeatures={_feature_arg(available)}", f"ActiveFeatures={_feature_arg(active)}", f"Extra={extra}")
+
+    def set_job_comment(self, job_id: str, comment: str) -> None:
+        self._would("update", f"jobid={job_id}", f"comment={comment}")
+
+    def show_job(self, job_id: str) -> Dict[str, str]:
+        if self.reader is not None:
+            return self.reader.show_job(job_id)
+        return {}
+
+
+def _setting(settings: Any, key: str, default: Any) -> Any:
+    if settings is None:
+        return default
+    try:
+        v = settings.get(key)
+    except Exception:  # a Settings without the key, or a plain dict
+        v = None
+    if v is None and isinstance(settings, dict):
+        v = settings.get(key)
+    return default if v is None else v
+
+
+def report_only(settings: Any = None) -> bool:
+    """``slurm.report_only: true``: log every decision, drain nothing (rollout)."""
+    return bool(_setting(settings, "slurm.report_only", False))
+
+
+def backend_from_settings(settings: Any = None, dry_run: bool = False, out: Optional[TextIO] = None, log: Any = None) -> SlurmBackend:
+    """The backend to use: ``slurm.backend`` is ``cli`` (default), ``pyslurm`` or ``auto``.
+
+    ``dry_run`` or ``slurm.report_only`` wraps the real reader in a
+    ``DryRunBackend``. With no scontrol on this machine there is no Slurm to
+    change, so the dry-run backend is used as well.
+    """
+    timeout_s = float(_setting(settings, "slurm.timeout_s", DEFAULT_TIMEOUT_S))
+    kind = str(_setting(settings, "slurm.backend", "cli")).lower()
+    real: Optional[SlurmBackend] = None
+    if kind in ("pyslurm", "auto"):
+        try:
+            real = PyslurmBackend(timeout_s=timeout_s)
+        except ImportError:
+            if kind == "pyslurm" and log is not None:
+                log.warning("slurm.backend=pyslurm but pyslurm is not importable; using scontrol")
+            real = None
+    if real is None:
+        cli = ScontrolBackend(scontrol=_setting(settings, "slurm.scontrol", None), timeout_s=timeout_s)
+        if cli.scontrol is None:
+            return DryRunBackend(out=out if out is not None else sys.stderr, log=log)
+        real = cli
+    if dry_run or report_only(settings):
+        return DryRunBackend(out=out if out is not None else sys.stderr, reader=real, log=log)
+    return real
+
+
+# --------------------------------------------------------------------------
+# Local state (so a healthy run needs no RPC)
+# --------------------------------------------------------------------------
+
+
+def _read_json(path: str) -> Optional[dict]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _write_json(path: str, data: dict) -> None:
+    # Atomic: a crash mid-write must not leave a half record that makes the
+    # next run believe (or forget) that we drained the node.
+    d = os.path.dirname(path) or "."
+    os.makedirs(d, mode=0o755, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def drain_record(state_dir: Optional[str], node: str) -> Optional[dict]:
+    """Our last drain of ``node`` as recorded locally, or None."""
+    if not state_dir:
+        return None
+    rec = _read_json(os.path.join(state_dir, DRAIN_STATE_FILE))
+    if rec and rec.get("node") == node:
+        return rec
+    return None
+
+
+def feature_record(state_dir: Optional[str], node: str) -> Optional[dict]:
+    if not state_dir:
+        return None
+    rec = _read_json(os.path.join(state_dir, FEATURE_STATE_FILE))
+    if rec and rec.get("node") == node:
+        return rec
+    return None
+
+
+# --------------------------------------------------------------------------
+# Ownership: drain and resume
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DrainOutcome:
+    # drained | already | kept_foreign | error | would_drain
+    action: str
+    reason: str
+    detail: str = ""
+    previous_reason: Optional[str] = None
+
+    @property
+    def drained_now(self) -> bool:
+        return self.action == "drained"
+
+
+@dataclass(frozen=True)
+class ResumeOutcome:
+    # resumed | not_drained | kept_foreign | error | not_ours_locally
+    action: str
+    detail: str = ""
+    previous_reason: Optional[str] = None
+
+
+def _log(log: Any, level: str, msg: str) -> None:
+    if log is None:
+        return
+    fn = getattr(log, level, None) or getattr(log, "info", None)
+    if fn is not None:
+        fn(msg)
+
+
+def apply_drain(
+    backend: SlurmBackend,
+    node: str,
+    reason: str,
+    *,
+    state_dir: Optional[str] = None,
+    log: Any = None,
+    check: str = "",
+) -> DrainOutcome:
+    """Drain ``node`` with our reason unless someone else already owns it.
+
+    Reads the node first (REQUEST_NODE_INFO), then at most one
+    REQUEST_UPDATE_NODE. A foreign drain (reason not starting ``gcm:``) is kept
+    as it is and our finding is only logged: an admin's maintenance reason
+    is worth more than ours, and it keeps the node out of service anyway.
+    """
+    reason = reason if reason.startswith(GCM_PREFIX) else f"{GCM_PREFIX} {reason}"
+    reason = sanitize_reason(reason)
+    try:
+        info = backend.node_info(node)
+    except SlurmError as e:
+        _log(log, "error", f"slurm: cannot read node {node} before draining ({e}); not draining: {reason}")
+        return DrainOutcome("error", reason, str(e))
+    if info.drained and not info.gcm_owned:
+        _log(log, "warning", f"slurm: {node} already drained by {info.reason_user or '?'} ({info.reason!r}); keeping it; our finding: {reason}")
+        return DrainOutcome("kept_foreign", reason, "drained by someone else", info.reason)
+    if info.drained and info.reason == reason:
+        _record_drain(state_dir, node, reason, check)
+        return DrainOutcome("already", reason, "", info.reason)
+    if not info.drained and info.reason and not info.gcm_owned:
+        # e.g. DOWN with "Not responding": not a drain, but not ours to rewrite
+        # either. A drain would replace the reason, so log and keep it.
+        if "DOWN" in info.state.upper():
+            _log(log, "warning", f"slurm: {node} is {info.state} ({info.reason!r}); keeping it; our finding: {reason}")
+            return DrainOutcome("kept_foreign", reason, "down with a foreign reason", info.reason)
+    try:
+        backend.drain(node, reason)
+    except SlurmError as e:
+        _log(log, "error", f"slurm: drain of {node} failed ({e}): {reason}")
+        return DrainOutcome("error", reason, str(e), info.reason)
+    if isinstance(backend, DryRunBackend):
+        return DrainOutcome("would_drain", reason, "dry run", info.reason)
+    _record_drain(state_dir, node, reason, check)
+    _log(log, "warning", f"slurm: drained {node}: {reason}")
+    return DrainOutcome("drained", reason, "", info.reason)
+
+
+def _record_drain(state_dir: Optional[str], node: str, reason: str, check: str) -> None:
+    if not state_dir:
+        return
+    try:
+        _write_json(os.path.join(state_dir, DRAIN_STATE_FILE), {"node": node, "reason": reason, "check": check, "time": time.time()})
+    except OSError:
+        pass  # losing the record only means a later resume needs an admin
+
+
+def apply_resume(
+    backend: SlurmBackend,
+    node: str,
+    *,
+    force: bool = False,
+    state_dir: Optional[str] = None,
+    log: Any = None,
+) -> ResumeOutcome:
+    """Resume ``node`` only if its drain is ours (``gcm:``), or if ``force``."""
+    try:
+        info = backend.node_info(node)
+    except SlurmError as e:
+        _log(log, "error", f"slurm: cannot read node {node} before resuming ({e})")
+        return ResumeOutcome("error", str(e))
+    if not info.drained:
+        if state_dir:
+            _remove(os.path.join(state_dir, DRAIN_STATE_FILE))
+        return ResumeOutcome("not_drained", info.state, info.reason)
+    if not info.gcm_owned and not force:
+        _log(log, "warning", f"slurm: not resuming {node}: drained by {info.reason_user or '?'} ({info.reason!r}), not by gcm")
+        return ResumeOutcome("kept_foreign", "drained by someone else", info.reason)
+    if not info.gcm_owned and force:
+        _log(log, "warning", f"slurm: --force: resuming {node} drained by {info.reason_user or '?'} ({info.reason!r})")
+    try:
+        backend.resume(node)
+    except SlurmError as e:
+        _log(log, "error", f"slurm: resume of {node} failed ({e})")
+        return ResumeOutcome("error", str(e), info.reason)
+    if not isinstance(backend, DryRunBackend) and state_dir:
+        _remove(os.path.join(state_dir, DRAIN_STATE_FILE))
+    _log(log, "info", f"slurm: resumed {node} (was: {info.reason!r})")
+    return ResumeOutcome("resumed", "", info.reason)
+
+
+def resume_if_passed(
+    backend: SlurmBackend,
+    node: str,
+    passed_checks: Sequence[str],
+    *,
+    state_dir: Optional[str],
+    log: Any = None,
+) -> Optional[ResumeOutcome]:
+    """Health mode: resume our own drain once the check that caused it passes.
+
+    Without a local drain record this makes no Slurm call at all, so a healthy
+    node costs zero RPCs. The ownership check against slurmctld still happens
+    before the resume (the admin may have re-drained the node since).
+    """
+    rec = drain_record(state_dir, node)
+    if rec is None:
+        return None
+    check = rec.get("check") or ""
+    if check and check not in passed_checks:
+        _log(log, "info", f"slurm: {node} stays drained: {check} did not run or did not pass")
+        return ResumeOutcome("not_passed", check, rec.get("reason"))
+    return apply_resume(backend, node, state_dir=state_dir, log=log)
+
+
+# --------------------------------------------------------------------------
+# Features and Extra, on transitions only
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FeatureOutcome:
+    # unchanged | applied | reapplied | error
+    action: str
+    features: Tuple[str, ...] = ()
+    detail: str = ""
+
+
+def merge_features(current: Sequence[str], gcm: Sequence[str]) -> List[str]:
+    """Every feature gcm does not own, in order, then ours."""
+    keep = [f for f in current if f not in GCM_FEATURES]
+    return keep + [f for f in gcm if f not in keep]
+
+
+def summary_extra(status: str, failing: Sequence[str] = (), when: Optional[float] = None) -> str:
+    """Compact health summary for the node's ``Extra`` (survives restarts)."""
+    ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when if when is not None else time.time()))
+    s = f"gcm {status} {ts}"
+    if failing:
+        s += " " + ",".join(failing[:5])
+    return sanitize_reason(s, 200)
+
+
+def apply_features(
+    backend: SlurmBackend,
+    node: str,
+    gcm_features: Sequence[str],
+    extra: Optional[str] = None,
+    *,
+    state_dir: Optional[str] = None,
+    log: Any = None,
+    verify: bool = False,
+) -> FeatureOutcome:
+    """Publish ``gcm_features`` (e.g. ["gcm_ok"]) and ``extra`` on transitions.
+
+    If the local record already says these features are applied, no RPC is
+    made unless ``verify``: then the node is read and, if a reconfigure wiped
+    the features, they are re-applied from the record. Extra's timestamp does
+    not make a transition on its own; only the feature set does.
+    """
+    want = sorted(set(gcm_features))
+    rec = feature_record(state_dir, node)
+    if rec is not None and sorted(rec.get("features") or []) == want and not verify:
+        return FeatureOutcome("unchanged", tuple(want))
+    try:
+        info = backend.node_info(node)
+    except SlurmError as e:
+        _log(log, "error", f"slurm: cannot read node {node} features ({e})")
+        return FeatureOutcome("error", tuple(want), str(e))
+    have = sorted(f for f in info.active_features if f in GCM_FEATURES)
+    have_avail = sorted(f for f in info.available_features if f in GCM_FEATURES)
+    if have == want and have_avail == want and rec is not None and sorted(rec.get("features") or []) == want:
+        return FeatureOutcome("unchanged", tuple(want))
+    available = merge_features(info.available_features, want)
+    active = merge_features(info.active_features, want)
+    extra_value = extra if extra is not None else (rec or {}).get("extra") or ""
+    try:
+        if hasattr(backend, "set_features_and_extra"):
+            backend.set_features_and_extra(node, available, active, extra_value)  # type: ignore[attr-defined]
+        else:
+            backend.set_features(node, available, active)
+            if extra_value:
+                backend.set_extra(node, extra_value)
+    except SlurmError as e:
+        _log(log, "error", f"slurm: setting features on {node} failed ({e})")
+        return FeatureOutcome("error", tuple(want), str(e))
+    action = "reapplied" if (rec is not None and sorted(rec.get("features") or []) == want) else "applied"
+    if state_dir and not isinstance(backend, DryRunBackend):
+        try:
+            _write_json(os.path.join(state_dir, FEATURE_STATE_FILE), {"node": node, "features": want, "extra": extra_value, "time": time.time()})
+        except OSError:
+            pass
+    _log(log, "info", f"slurm: {action} features {want} on {node}")
+    return FeatureOutcome(action, tuple(want))
