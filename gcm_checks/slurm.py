@@ -49,8 +49,9 @@ GCM_FEATURES = ("gcm_ok", "gcm_degraded", "gcm_qualified")
 HEALTH_FEATURES = {"ok": "gcm_ok", "degraded": "gcm_degraded"}
 MAX_REASON = 200
 DEFAULT_TIMEOUT_S = 5.0
-DRAIN_STATE_FILE = "drain.json"
-FEATURE_STATE_FILE = "features.json"
+# Per node: test clusters run several slurmd on one host sharing one state dir.
+DRAIN_STATE_FILE = "slurm-drain.{node}.json"
+FEATURE_STATE_FILE = "slurm-features.{node}.json"
 
 
 class SlurmError(Exception):
@@ -432,8 +433,8 @@ def _setting(settings: Any, key: str, default: Any) -> Any:
 
 
 def report_only(settings: Any = None) -> bool:
-    """``slurm.report_only: true``: log every decision, drain nothing (rollout)."""
-    return bool(_setting(settings, "slurm.report_only", False))
+    """``report_only: true`` (or ``slurm.report_only``): log every decision, drain nothing."""
+    return bool(_setting(settings, "report_only", False)) or bool(_setting(settings, "slurm.report_only", False))
 
 
 def backend_from_settings(settings: Any = None, dry_run: bool = False, out: Optional[TextIO] = None, log: Any = None) -> SlurmBackend:
@@ -504,11 +505,15 @@ def _remove(path: str) -> None:
         pass
 
 
+def _state_path(state_dir: str, pattern: str, node: str) -> str:
+    return os.path.join(state_dir, pattern.format(node=re.sub(r"[^A-Za-z0-9_.-]", "_", node) or "_"))
+
+
 def drain_record(state_dir: Optional[str], node: str) -> Optional[dict]:
     """Our last drain of ``node`` as recorded locally, or None."""
     if not state_dir:
         return None
-    rec = _read_json(os.path.join(state_dir, DRAIN_STATE_FILE))
+    rec = _read_json(_state_path(state_dir, DRAIN_STATE_FILE, node))
     if rec and rec.get("node") == node:
         return rec
     return None
@@ -517,7 +522,7 @@ def drain_record(state_dir: Optional[str], node: str) -> Optional[dict]:
 def feature_record(state_dir: Optional[str], node: str) -> Optional[dict]:
     if not state_dir:
         return None
-    rec = _read_json(os.path.join(state_dir, FEATURE_STATE_FILE))
+    rec = _read_json(_state_path(state_dir, FEATURE_STATE_FILE, node))
     if rec and rec.get("node") == node:
         return rec
     return None
@@ -608,7 +613,7 @@ def _record_drain(state_dir: Optional[str], node: str, reason: str, check: str) 
     if not state_dir:
         return
     try:
-        _write_json(os.path.join(state_dir, DRAIN_STATE_FILE), {"node": node, "reason": reason, "check": check, "time": time.time()})
+        _write_json(_state_path(state_dir, DRAIN_STATE_FILE, node), {"node": node, "reason": reason, "check": check, "time": time.time()})
     except OSError:
         pass  # losing the record only means a later resume needs an admin
 
@@ -629,7 +634,7 @@ def apply_resume(
         return ResumeOutcome("error", str(e))
     if not info.drained:
         if state_dir:
-            _remove(os.path.join(state_dir, DRAIN_STATE_FILE))
+            _remove(_state_path(state_dir, DRAIN_STATE_FILE, node))
         return ResumeOutcome("not_drained", info.state, info.reason)
     if not info.gcm_owned and not force:
         _log(log, "warning", f"slurm: not resuming {node}: drained by {info.reason_user or '?'} ({info.reason!r}), not by gcm")
@@ -642,7 +647,7 @@ def apply_resume(
         _log(log, "error", f"slurm: resume of {node} failed ({e})")
         return ResumeOutcome("error", str(e), info.reason)
     if not isinstance(backend, DryRunBackend) and state_dir:
-        _remove(os.path.join(state_dir, DRAIN_STATE_FILE))
+        _remove(_state_path(state_dir, DRAIN_STATE_FILE, node))
     _log(log, "info", f"slurm: resumed {node} (was: {info.reason!r})")
     return ResumeOutcome("resumed", "", info.reason)
 
@@ -745,7 +750,7 @@ def apply_features(
     action = "reapplied" if (rec is not None and sorted(rec.get("features") or []) == want) else "applied"
     if state_dir and not isinstance(backend, DryRunBackend):
         try:
-            _write_json(os.path.join(state_dir, FEATURE_STATE_FILE), {"node": node, "features": want, "extra": extra_value, "time": time.time()})
+            _write_json(_state_path(state_dir, FEATURE_STATE_FILE, node), {"node": node, "features": want, "extra": extra_value, "time": time.time()})
         except OSError:
             pass
     _log(log, "info", f"slurm: {action} features {want} on {node}")
