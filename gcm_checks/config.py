@@ -1,0 +1,256 @@
+"""Configuration: one YAML file, validated against SCHEMA, resolved per node.
+
+Discovery order (a prolog gets no environment of ours from slurmd, but it does
+get ``SLURM_CONF``, so a ``gcm-checks.yaml`` beside slurm.conf is found):
+
+1. ``--config PATH``
+2. ``$GCM_CHECKS_CONFIG``
+3. ``dirname($SLURM_CONF)/gcm-checks.yaml``
+4. ``/etc/gcm-checks/config.yaml``
+5. built-in defaults (``configs/default.yaml`` documents every key)
+
+``nodes:`` sections override keys for nodes matching a Slurm hostlist
+expression (``gpu[001-128]``), a glob, or ``re:<regex>``; later sections win.
+
+Every area adds its own section to SCHEMA below. Validation errors name the
+file, the key and what was expected.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+
+class ConfigError(Exception):
+    def __init__(self, source: str, key: str, expected: str, got: Any = None):
+        got_s = "" if got is None else f", got {got!r}"
+        super().__init__(f"{source}: {key}: expected {expected}{got_s}")
+        self.source, self.key, self.expected = source, key, expected
+
+
+@dataclass(frozen=True)
+class Key:
+    kind: str  # int | float | bool | str | list | dict | any
+    default: Any
+    doc: str
+    choices: Tuple[Any, ...] = ()
+    nullable: bool = False
+    minimum: Optional[float] = None
+
+
+STATUS_CHOICES = ("pass", "warn", "fail", "unknown")
+
+# Sections are plain dicts of Key; a nested dict is a nested section.
+SCHEMA: Dict[str, Any] = {
+    "budget_s": Key("float", 10.0, "Hard wall-clock budget for one run; keep below Slurm's PrologEpilogTimeout.", minimum=0.5),
+    "log_path": Key("str", "/var/log/gcm-checks/gcm-checks.log", "JSON-lines log, one file per node, opened before any check runs."),
+    "state_dir": Key("str", "/var/lib/gcm-checks", "Node-local state: job start times, last scan, our drains, counters."),
+    "simulate": Key("str", None, "Simulated scenario (name or path) replacing hardware only; for tests and demos.", nullable=True),
+    "report_only": Key("bool", False, "Log every decision, take no Slurm action (safe rollout)."),
+    "checks": {
+        "disabled": Key("list", [], "Check ids to skip; 'gpu.*' disables a family."),
+        "severity": Key("dict", {}, "Per-check status override for non-pass results: {check id: pass|warn|fail|unknown}."),
+    },
+    "gpu": {
+        "count": Key("int", None, "Expected GPUs on this node; null = do not check the count (0 = no GPUs expected).", nullable=True, minimum=0),
+        "nvml_timeout_s": Key("float", 2.0, "Deadline for each GPU's NVML calls; a GPU that does not answer is failed.", minimum=0.05),
+        "ecc_uncorrected_max": Key("int", 0, "Volatile uncorrectable ECC errors tolerated before failing.", minimum=0),
+        "temperature_max_c": Key("int", 90, "GPU temperature (C) at or above which the GPU fails.", minimum=0),
+        "leftover_processes": Key("str", "warn", "Status when compute processes from a previous job remain.", choices=("warn", "fail")),
+    },
+    "slurm": {
+        "backend": Key("str", "cli", "cli (scontrol), pyslurm, or auto (pyslurm when importable).", choices=("cli", "pyslurm", "auto")),
+        "scontrol": Key("str", None, "Absolute path to scontrol; null = search standard locations (a prolog has no PATH).", nullable=True),
+        "timeout_s": Key("float", 5.0, "Deadline for each scontrol call.", minimum=0.1),
+        "resume_on_pass": Key("bool", True, "Health mode resumes a node drained by gcm once the same checks pass."),
+    },
+    "nodes": Key("list", [], "Per-node overrides: [{match: 'gpu[001-128]' | [patterns], set: {section: {key: value}}}]."),
+}
+
+
+def _describe(k: Key) -> str:
+    base = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
+            "list": "a list", "dict": "a mapping", "any": "a value"}[k.kind]
+    if k.choices:
+        base = "one of " + ", ".join(map(str, k.choices))
+    if k.minimum is not None:
+        base += f" >= {k.minimum:g}"
+    if k.nullable:
+        base += " or null"
+    return base
+
+
+def _check_value(source: str, dotted: str, k: Key, v: Any) -> Any:
+    if v is None:
+        if k.nullable:
+            return None
+        raise ConfigError(source, dotted, _describe(k), v)
+    ok = {
+        "int": isinstance(v, int) and not isinstance(v, bool),
+        "float": isinstance(v, (int, float)) and not isinstance(v, bool),
+        "bool": isinstance(v, bool),
+        "str": isinstance(v, str),
+        "list": isinstance(v, list),
+        "dict": isinstance(v, dict),
+        "any": True,
+    }[k.kind]
+    if not ok or (k.choices and v not in k.choices) or (k.minimum is not None and v < k.minimum):
+        raise ConfigError(source, dotted, _describe(k), v)
+    return float(v) if k.kind == "float" else v
+
+
+def _validate_section(source: str, data: Any, schema: Dict[str, Any], prefix: str, allow_nodes: bool) -> None:
+    if not isinstance(data, dict):
+        raise ConfigError(source, prefix or "(top level)", "a mapping", data)
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        spec = schema.get(key)
+        if spec is None:
+            known = ", ".join(sorted(schema))
+            raise ConfigError(source, dotted, f"a known key (one of: {known})", None)
+        if isinstance(spec, dict):
+            _validate_section(source, value, spec, dotted + ".", allow_nodes)
+        elif key == "nodes" and not prefix:
+            if not allow_nodes:
+                raise ConfigError(source, dotted, "no nested nodes sections")
+            _validate_nodes(source, value)
+        else:
+            _check_value(source, dotted, spec, value)
+            if dotted == "checks.severity":
+                for cid, st in value.items():
+                    if st not in STATUS_CHOICES:
+                        raise ConfigError(source, f"checks.severity.{cid}", "one of " + ", ".join(STATUS_CHOICES), st)
+
+
+def _validate_nodes(source: str, nodes: Any) -> None:
+    if not isinstance(nodes, list):
+        raise ConfigError(source, "nodes", "a list of {match, set}", nodes)
+    for i, sec in enumerate(nodes):
+        where = f"nodes[{i}]"
+        if not isinstance(sec, dict) or "match" not in sec:
+            raise ConfigError(source, where, "a mapping with 'match' and 'set'", sec)
+        extra = set(sec) - {"match", "set"}
+        if extra:
+            raise ConfigError(source, f"{where}.{sorted(extra)[0]}", "only 'match' and 'set'")
+        m = sec["match"]
+        if not (isinstance(m, str) or (isinstance(m, list) and all(isinstance(x, str) for x in m))):
+            raise ConfigError(source, f"{where}.match", "a hostlist/glob/re: pattern or a list of them", m)
+        _validate_section(source, sec.get("set") or {}, SCHEMA, f"{where}.set.", allow_nodes=False)
+
+
+def defaults(schema: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    schema = SCHEMA if schema is None else schema
+    return {k: defaults(v) if isinstance(v, dict) else copy.deepcopy(v.default) for k, v in schema.items()}
+
+
+def _merge(base: Dict[str, Any], over: Dict[str, Any]) -> None:
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(base.get(k), dict):
+            _merge(base[k], v)
+        else:
+            base[k] = copy.deepcopy(v)
+
+
+@dataclass
+class Settings:
+    """Resolved configuration for one node."""
+
+    data: Dict[str, Any]
+    source: str = "(defaults)"
+    node: str = ""
+    matched_sections: List[int] = field(default_factory=list)
+
+    def get(self, dotted: str, default: Any = None) -> Any:
+        cur: Any = self.data
+        for part in dotted.split("."):
+            if not isinstance(cur, dict) or part not in cur:
+                return default
+            cur = cur[part]
+        return cur
+
+    def section(self, name: str) -> Dict[str, Any]:
+        v = self.data.get(name)
+        return v if isinstance(v, dict) else {}
+
+
+def find_config(explicit: Optional[str] = None, env: Optional[Dict[str, str]] = None) -> Optional[str]:
+    env = os.environ if env is None else env
+    if explicit:
+        return explicit
+    if env.get("GCM_CHECKS_CONFIG"):
+        return env["GCM_CHECKS_CONFIG"]
+    candidates = []
+    if env.get("SLURM_CONF"):
+        candidates.append(os.path.join(os.path.dirname(env["SLURM_CONF"]), "gcm-checks.yaml"))
+    candidates.append("/etc/gcm-checks/config.yaml")
+    for c in candidates:
+        if os.path.isfile(c):
+            return c
+    return None
+
+
+def parse_file(path: str) -> Dict[str, Any]:
+    import yaml  # lazily: only when a file is actually configured
+
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+    except FileNotFoundError:
+        raise ConfigError(path, "(file)", "an existing readable file") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "(syntax)"
+        raise ConfigError(path, where, f"valid YAML ({getattr(e, 'problem', e)})") from None
+    if data is None:
+        data = {}
+    _validate_section(path, data, SCHEMA, "", allow_nodes=True)
+    return data
+
+
+def resolve(data: Dict[str, Any], node: str, source: str = "(defaults)") -> Settings:
+    from gcm_checks.hostlist import matches_any
+
+    merged = defaults()
+    top = {k: v for k, v in data.items() if k != "nodes"}
+    _merge(merged, top)
+    matched = []
+    for i, sec in enumerate(data.get("nodes") or []):
+        pats = sec["match"] if isinstance(sec["match"], list) else [sec["match"]]
+        if matches_any(node, pats):
+            _merge(merged, sec.get("set") or {})
+            matched.append(i)
+    merged["nodes"] = list(data.get("nodes") or [])
+    return Settings(merged, source, node, matched)
+
+
+def load(path: Optional[str] = None, node: Optional[str] = None) -> Settings:
+    """Find, parse, validate and resolve the config for ``node``."""
+    node = node or node_name()
+    found = find_config(path)
+    data = parse_file(found) if found else {}
+    return resolve(data, node, found or "(defaults)")
+
+
+def node_name(env: Optional[Dict[str, str]] = None) -> str:
+    """Slurm's name for this node; prologs must not use hostname (facts note)."""
+    env = os.environ if env is None else env
+    if env.get("SLURMD_NODENAME"):
+        return env["SLURMD_NODENAME"]
+    import socket
+
+    return socket.gethostname().split(".")[0]
+
+
+def iter_keys(schema: Optional[Dict[str, Any]] = None, prefix: str = "") -> List[Tuple[str, Key]]:
+    schema = SCHEMA if schema is None else schema
+    out: List[Tuple[str, Key]] = []
+    for k, v in schema.items():
+        if isinstance(v, dict):
+            out.extend(iter_keys(v, f"{prefix}{k}."))
+        else:
+            out.append((f"{prefix}{k}", v))
+    return out

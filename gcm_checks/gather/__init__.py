@@ -1,0 +1,1 @@
+"""Gatherers: read hardware once into frozen snapshots; checks judge them."""

@@ -1,0 +1,169 @@
+"""Run a suite: gather each needed area once, concurrently and under the
+budget, then judge. The process always ends on time: a gatherer still running
+at the budget is abandoned, not awaited.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from gcm_checks.result import CheckResult, Status, failed, unknown
+
+# Margin kept at the end of the budget for judging, logging and the Slurm call.
+JUDGE_MARGIN_S = 0.3
+# Areas where a gatherer that never returns means the hardware is wedged
+# (rule 1: a hung GPU is a failed GPU); elsewhere it means "could not tell".
+HANG_IS_FAILURE = {"gpu"}
+
+
+@dataclass
+class Context:
+    """What gatherers may use. Built once per run by the command."""
+
+    settings: Any
+    node: str
+    sim: Optional[Dict[str, Any]] = None
+    state_dir: Path = Path("/var/lib/gcm-checks")
+    started: float = field(default_factory=time.monotonic)
+    budget_s: float = 10.0
+    window: Optional[Tuple[float, float]] = None  # (start, end) epoch seconds for log scans
+    job: Optional[Dict[str, Any]] = None
+    dcgm_level: Optional[int] = None
+    nvml_factory: Any = None  # test hook: () -> nvml object
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _gpu_facts: Any = field(default=None, repr=False)
+    _sysfs_root: Optional[str] = field(default=None, repr=False)
+    _tmpdirs: List[Any] = field(default_factory=list, repr=False)
+
+    def remaining(self) -> float:
+        return max(0.0, self.budget_s - (time.monotonic() - self.started))
+
+    def _nvml_loader(self) -> Any:
+        if self.nvml_factory is not None:
+            return self.nvml_factory
+        if self.sim is not None:
+            from gcm_checks.sim.fake_nvml import FakeNvml
+
+            sim = self.sim
+            return lambda: FakeNvml(sim)
+        from gcm_checks.gather.nvml import load_pynvml
+
+        return load_pynvml
+
+    def gpu_facts(self) -> Any:
+        """NVML snapshot, gathered once per run (checks and the XID scan share it)."""
+        with self._lock:
+            if self._gpu_facts is None:
+                from gcm_checks.gather import nvml
+
+                timeout = min(float(self.settings.get("gpu.nvml_timeout_s", 2.0)), max(0.05, self.remaining() - JUDGE_MARGIN_S))
+                self._gpu_facts = nvml.gather(self._nvml_loader(), timeout)
+            return self._gpu_facts
+
+    def gpu_bus_ids(self) -> Dict[str, int]:
+        """PCI bus id (NVML form, 00000000:3B:00.0) -> GPU index."""
+        if self.sim is not None:
+            from gcm_checks.gather.nvml import normalize_bus_id
+
+            return {normalize_bus_id(g["pci_bus_id"]): int(g["index"]) for g in self.sim.get("gpus") or []}
+        return self.gpu_facts().bus_ids()
+
+    def sysfs_root(self) -> str:
+        """Root under which /sys/class/infiniband is read; in simulation, a
+        real-layout tree written from the scenario."""
+        with self._lock:
+            if self._sysfs_root is None:
+                if self.sim is not None:
+                    from gcm_checks.gather.ib import write_sysfs_tree
+
+                    tmp = tempfile.TemporaryDirectory(prefix="gcm-sim-sysfs-")
+                    self._tmpdirs.append(tmp)
+                    write_sysfs_tree(Path(tmp.name), list(self.sim.get("infiniband") or []))
+                    self._sysfs_root = tmp.name
+                else:
+                    self._sysfs_root = str(self.settings.get("infiniband.sysfs_root", "/") or "/")
+            return self._sysfs_root
+
+    def close(self) -> None:
+        for t in self._tmpdirs:
+            t.cleanup()
+        self._tmpdirs.clear()
+
+
+def _apply_severity(r: CheckResult, overrides: Dict[str, str]) -> CheckResult:
+    # Admins may soften or harden a check; "pass" stays pass and "unknown"
+    # stays unknown so an override can never hide that we could not tell.
+    want = overrides.get(r.check)
+    if want and r.status in (Status.WARN, Status.FAIL):
+        return r.with_status(Status(want))
+    return r
+
+
+def run_suite(tag: str, ctx: Context) -> List[CheckResult]:
+    from gcm_checks.checks import load_all
+    from gcm_checks.deadline import DeadlineExceeded, run_all
+    from gcm_checks.registry import GATHERERS, select
+
+    load_all()
+    specs = select(tag, ctx.settings.get("checks.disabled", []) or [])
+    needs = sorted({s.needs for s in specs})
+    jobs = {}
+    for n in needs:
+        fn = GATHERERS.get(n)
+        if fn is not None:
+            jobs[n] = (lambda fn=fn: _timed(fn, ctx))
+    gather_budget = max(0.05, ctx.remaining() - JUDGE_MARGIN_S)
+    gathered = run_all(jobs, gather_budget)
+    overrides = ctx.settings.get("checks.severity", {}) or {}
+    results: List[CheckResult] = []
+    for spec in specs:
+        ok, value = gathered.get(spec.needs, (False, LookupError(f"no gatherer named {spec.needs!r}")))
+        if not ok:
+            if isinstance(value, DeadlineExceeded):
+                msg = f"gathering {spec.needs} did not finish within the {gather_budget:.1f}s budget"
+                r = failed(spec.id, msg + ": hardware not answering") if spec.needs in HANG_IS_FAILURE else unknown(spec.id, msg)
+            else:
+                r = unknown(spec.id, f"could not gather {spec.needs}: {type(value).__name__}: {value}")
+            results.append(r)
+            continue
+        facts, gather_s = value
+        t0 = time.monotonic()
+        try:
+            out = spec.fn(facts, ctx.settings)
+        except Exception as e:  # noqa: BLE001 - our bug is "unknown", never a drain
+            out = [unknown(spec.id, f"internal error in check: {type(e).__name__}: {e}")]
+        dt = gather_s + (time.monotonic() - t0)
+        from dataclasses import replace
+
+        results.extend(_apply_severity(replace(r, duration_s=r.duration_s or dt), overrides) for r in out)
+    return results
+
+
+def _timed(fn: Any, ctx: Context) -> Tuple[Any, float]:
+    t0 = time.monotonic()
+    facts = fn(ctx)
+    return facts, time.monotonic() - t0
+
+
+def build_context(settings: Any, *, sim: Optional[str] = None, budget_s: Optional[float] = None, **kw: Any) -> Context:
+    """Context for a run: the scenario from ``--sim`` or config ``simulate``."""
+    scenario = None
+    name = sim or settings.get("simulate")
+    if name:
+        from gcm_checks.sim.scenario import load as load_scenario
+
+        scenario = load_scenario(name)
+    return Context(
+        settings=settings,
+        node=settings.node or "",
+        sim=scenario,
+        state_dir=Path(os.path.expanduser(str(settings.get("state_dir")))),
+        budget_s=float(budget_s if budget_s is not None else settings.get("budget_s")),
+        **kw,
+    )
