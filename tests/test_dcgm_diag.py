@@ -1,0 +1,333 @@
+"""DCGM diag: parsing both JSON layouts, judging, and every way dcgmi can fail to answer.
+
+Real processes: fake ``dcgmi`` shell scripts on a tmp path stand in for the
+binary (a hung one is killed at the deadline); fixtures come from NVIDIA's real
+output and schema (tests/fixtures/dcgm/README.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Dict, Optional
+
+import pytest
+
+from gcm_checks import dcgm
+from gcm_checks.checks.dcgm import check_dcgm_diag, diag_level, diag_timeout, gather_dcgm
+from gcm_checks.dcgm import DiagStatus
+from gcm_checks.result import Status
+
+FIX = Path(__file__).parent / "fixtures" / "dcgm"
+
+
+class _Settings:
+    def __init__(self, data: Optional[Dict[str, Any]] = None):
+        self.data = data or {}
+
+    def get(self, dotted: str, default: Any = None) -> Any:
+        return self.data.get(dotted, default)
+
+
+def _ctx(settings=None, sim=None, remaining=600.0, **extra):
+    return SimpleNamespace(settings=_Settings(settings), sim=sim, remaining=lambda: remaining, **extra)
+
+
+def _fixture(name: str) -> str:
+    return (FIX / name).read_text()
+
+
+def _fake_dcgmi(tmp_path: Path, body: str) -> Path:
+    p = tmp_path / "bin" / "dcgmi"
+    p.parent.mkdir(exist_ok=True)
+    p.write_text("#!/bin/sh\n" + body)
+    p.chmod(p.stat().st_mode | stat.S_IXUSR)
+    return p
+
+
+def _judge(text: str, level: int = 1):
+    report = dcgm.CannedBackend(text).run(level, 60)
+    return report, check_dcgm_diag(report, _Settings())
+
+
+# --------------------------------------------------------------------------
+# statuses
+
+
+@pytest.mark.parametrize(
+    "word,expected",
+    [
+        ("Pass", DiagStatus.PASS),
+        ("PASS", DiagStatus.PASS),
+        ("pass", DiagStatus.PASS),
+        ("Fail", DiagStatus.FAIL),
+        ("FAIL", DiagStatus.FAIL),
+        ("fail", DiagStatus.FAIL),
+        ("Warn", DiagStatus.WARN),
+        ("WARNING", DiagStatus.WARN),
+        ("Skip", DiagStatus.SKIP),
+        ("SKIPPED", DiagStatus.SKIP),
+        ("Not Run", DiagStatus.SKIP),
+        ("NOT_RUN", DiagStatus.SKIP),
+        ("", DiagStatus.SKIP),
+        (None, DiagStatus.SKIP),
+        ("Exploded", DiagStatus.UNRECOGNISED),
+    ],
+)
+def test_status_words_are_case_insensitive(word, expected):
+    assert dcgm.parse_status(word) is expected
+
+
+# --------------------------------------------------------------------------
+# parsing real and derived documents
+
+
+def test_real_nvidia_allpass_output_parses_every_gpu_and_passes():
+    report, results = _judge(_fixture("v3.1.0_allpass_real.txt"))
+    assert report.ok, report.problem
+    assert report.version == "3.1.0"
+    assert report.gpu_ids() == list(range(8))
+    # 9 deployment tests x 8 GPUs (expanded from "0,...,7") + "software" x 8
+    assert len(report.entries) == 9 * 8 + 8
+    assert [r.status for r in results] == [Status.PASS]
+    assert "8 GPUs" in results[0].message
+
+
+@pytest.mark.parametrize("fixture", ["v3_fail_gpu1_gpu7.json", "v4_fail_gpu1_gpu7.json"])
+def test_failures_on_second_and_eighth_gpu_are_both_reported(fixture):
+    report, results = _judge(_fixture(fixture), level=2)
+    failed = {r.subject: r for r in results if r.status is Status.FAIL}
+    assert sorted(failed) == ["GPU 1", "GPU 7"]
+    assert all(r.status is not Status.WARN for r in results)
+    doc = json.loads(_fixture(fixture))
+    # expected test name and error ids come from the document itself
+    body = doc.get("DCGM Diagnostic") or doc["DCGM GPU Diagnostic"]
+    hw = [t for c in body["test_categories"] if c and c["category"] == "Hardware" for t in c["tests"]][0]
+    for res in hw["results"]:
+        gid = res.get("entity_id", res.get("gpu_ids"))
+        if res["status"].lower() != "fail":
+            continue
+        r = failed[f"GPU {gid}"]
+        w = res["warnings"][0]
+        assert r.details["failures"][0]["test"] == hw["name"]
+        assert r.details["failures"][0]["errors"][0]["error_id"] == w["error_id"]
+        assert f"error {w['error_id']}" in r.message
+        assert w["warning"][:40] in r.message
+        assert "level 2" in r.message
+
+
+def test_statuses_in_any_case_give_the_same_verdict():
+    text = _fixture("v3_fail_gpu1_gpu7.json")
+    variants = [text.replace('"Fail"', '"FAIL"'), text.replace('"Fail"', '"fail"').replace('"Pass"', '"PASS"')]
+    for v in variants:
+        _, results = _judge(v)
+        assert sorted(r.subject for r in results if r.status is Status.FAIL) == ["GPU 1", "GPU 7"]
+
+
+def test_node_wide_deployment_failure_is_mapped_to_the_gpu_its_text_names():
+    report, results = _judge(_fixture("v3_rowremap_gpu3.json"))
+    assert [(r.subject, r.status) for r in results] == [("GPU 3", Status.FAIL)]
+    assert "row remappings are pending" in results[0].message
+    assert "Page Retirement/Row Remap" in results[0].message
+
+
+def test_multi_gpu_failure_naming_no_gpu_accuses_every_listed_gpu():
+    doc = {"DCGM GPU Diagnostic": {"test_categories": [{"category": "Deployment", "tests": [
+        {"name": "Inforom", "results": [{"gpu_ids": "0,1", "status": "Fail", "warnings": "inforom corrupted"}]}]}]}}
+    _, results = _judge(json.dumps(doc))
+    assert [(r.subject, r.status) for r in results] == [("GPU 0", Status.FAIL), ("GPU 1", Status.FAIL)]
+
+
+def test_warnings_only_warn():
+    doc = {"DCGM Diagnostic": {"test_categories": [{"category": "Hardware", "tests": [{"name": "memory", "results": [
+        {"entity_group": "GPU", "entity_id": 0, "status": "Pass"},
+        {"entity_group": "GPU", "entity_id": 4, "status": "WARN", "warnings": [{"warning": "GPU 4 Thermal violations", "error_id": 28, "error_category": 6, "error_severity": 1}]},
+    ]}]}]}}
+    _, results = _judge(json.dumps(doc))
+    assert [(r.subject, r.status) for r in results] == [("GPU 4", Status.WARN)]
+
+
+def test_iterations_are_all_read():
+    one = json.loads(_fixture("v4_fail_gpu1_gpu7.json"))
+    ok = json.loads(_fixture("v4_fail_gpu1_gpu7.json").replace('"Fail"', '"Pass"'))
+    doc = {"iterations": [ok, None, one], "Overall Result": "Fail"}
+    _, results = _judge(json.dumps(doc))
+    assert sorted(r.subject for r in results if r.status is Status.FAIL) == ["GPU 1", "GPU 7"]
+
+
+def test_unrecognised_status_is_unknown_not_pass():
+    doc = {"DCGM Diagnostic": {"test_categories": [{"category": "Hardware", "tests": [{"name": "memory", "results": [
+        {"entity_group": "GPU", "entity_id": 2, "status": "Exploded"}]}]}]}}
+    report, results = _judge(json.dumps(doc))
+    assert [(r.subject, r.status) for r in results] == [("GPU 2", Status.UNKNOWN)]
+    assert report.notes
+
+
+@pytest.mark.parametrize(
+    "stdout,needle",
+    [
+        (_fixture("v4_runtime_error.json"), "could not run"),
+        ("", "could not parse"),
+        ("{ not json", "could not parse"),
+        ('{"something": "else"}', "could not parse"),
+        ('{"DCGM Diagnostic": {"test_categories": []}}', "no test results"),
+    ],
+)
+def test_output_that_says_nothing_about_gpus_is_unknown(stdout, needle):
+    _, results = _judge(stdout)
+    assert [r.status for r in results] == [Status.UNKNOWN]
+    assert needle in results[0].message
+
+
+def test_failure_text_is_one_clean_line():
+    doc = {"DCGM Diagnostic": {"test_categories": [{"category": "Hardware", "tests": [{"name": "memory", "results": [
+        {"entity_group": "GPU", "entity_id": 0, "status": "Fail", "warnings": [{"warning": "bad\nline\x1b[31m here", "error_id": 1, "error_category": 1, "error_severity": 2}]}]}]}]}}
+    _, results = _judge(json.dumps(doc))
+    assert "\n" not in results[0].message and "\x1b" not in results[0].message
+    assert "bad line" in results[0].message
+
+
+# --------------------------------------------------------------------------
+# real processes: the dcgmi binary itself
+
+
+def test_fake_dcgmi_failing_run_is_parsed_despite_nonzero_exit(tmp_path):
+    argv_file = tmp_path / "argv"
+    fixture = FIX / "v3_fail_gpu1_gpu7.json"
+    exe = _fake_dcgmi(tmp_path, f'echo "$@" > "{argv_file}"\ncat "{fixture}"\nexit 226\n')
+    report = dcgm.run_diag(2, 10, dcgm.DcgmiBackend(str(exe)))
+    assert argv_file.read_text().split() == ["diag", "-r", "2", "-j"]
+    assert report.ok, report.problem
+    results = check_dcgm_diag(report, _Settings())
+    assert sorted(r.subject for r in results if r.status is Status.FAIL) == ["GPU 1", "GPU 7"]
+
+
+def test_missing_dcgmi_is_unknown(tmp_path):
+    missing = tmp_path / "nowhere" / "dcgmi"
+    report = dcgm.run_diag(1, 10, dcgm.DcgmiBackend(str(missing)))
+    results = check_dcgm_diag(report, _Settings())
+    assert [r.status for r in results] == [Status.UNKNOWN]
+    assert "not found" in results[0].message
+
+
+def test_non_executable_dcgmi_is_unknown_through_proc_run(tmp_path):
+    # which() refuses it; the interpretation of proc's MISSING outcome is
+    # exercised directly with a real failed exec as well.
+    p = tmp_path / "dcgmi"
+    p.write_text("#!/bin/sh\n")
+    from gcm_checks import proc
+
+    r = proc.run([str(p), "diag"], timeout=5)
+    assert r.outcome is proc.Outcome.MISSING
+    report = dcgm.interpret(r, 1)
+    assert not report.ok and "not found or not executable" in report.problem
+
+
+def test_hung_dcgmi_is_killed_at_the_deadline_and_unknown(tmp_path):
+    pid_file = tmp_path / "pid"
+    exe = _fake_dcgmi(tmp_path, f'echo $$ > "{pid_file}"\nexec sleep 60\n')
+    report = dcgm.run_diag(1, 0.5, dcgm.DcgmiBackend(str(exe)))
+    assert not report.ok
+    assert "killed" in report.problem and "nv-hostengine may be hung" in report.problem
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    results = check_dcgm_diag(report, _Settings())
+    assert [r.status for r in results] == [Status.UNKNOWN]
+
+
+@pytest.mark.parametrize(
+    "stream,text",
+    [
+        ("2", "Error: unable to establish a connection to the specified host: localhost\nError: Unable to connect to host engine. Host engine connection invalid/disconnected."),
+        ("1", "Error: Unable to connect to host engine. Host engine connection invalid/disconnected."),
+    ],
+)
+def test_hostengine_down_is_unknown_with_a_clear_message(tmp_path, stream, text):
+    body = "".join(f"echo '{line}' >&{stream}\n" for line in text.splitlines()) + "exit 255\n"
+    exe = _fake_dcgmi(tmp_path, body)
+    report = dcgm.run_diag(1, 10, dcgm.DcgmiBackend(str(exe)))
+    results = check_dcgm_diag(report, _Settings())
+    assert [r.status for r in results] == [Status.UNKNOWN]
+    assert "nv-hostengine is not answering" in results[0].message
+
+
+def test_other_nonzero_exit_without_json_is_unknown(tmp_path):
+    exe = _fake_dcgmi(tmp_path, "echo 'Error: Invalid parameter' >&2\nexit 2\n")
+    report = dcgm.run_diag(1, 10, dcgm.DcgmiBackend(str(exe)))
+    assert not report.ok and "Invalid parameter" in report.problem
+
+
+# --------------------------------------------------------------------------
+# the gatherer: level, deadline, simulation
+
+
+@pytest.mark.parametrize(
+    "settings,override,expected",
+    [({}, None, 1), ({"dcgm.level": 3}, None, 3), ({"dcgm.level": 1}, 2, 2)],
+)
+def test_level_comes_from_settings_unless_the_runner_overrides(settings, override, expected):
+    ctx = _ctx(settings, dcgm_level=override)
+    assert diag_level(ctx) == expected
+
+
+@pytest.mark.parametrize(
+    "settings,remaining,expected",
+    [
+        ({}, 1000.0, dcgm.DEFAULT_TIMEOUT_S[1]),
+        ({"dcgm.timeout_s": 30}, 1000.0, 30.0),
+        ({"dcgm.timeout_s": 30}, 11.0, 10.0),
+        ({}, 3.0, 0.0),
+    ],
+)
+def test_timeout_is_bounded_by_the_run_budget(settings, remaining, expected):
+    assert diag_timeout(_ctx(settings, remaining=remaining), 1) == pytest.approx(expected)
+
+
+def test_no_time_left_is_unknown():
+    report = gather_dcgm(_ctx(sim={"dcgm_diag": _fixture("v4_fail_gpu1_gpu7.json")}, remaining=2.0))
+    assert not report.ok and "no time left" in report.problem
+
+
+def test_invalid_level_is_unknown():
+    report = gather_dcgm(_ctx({"dcgm.level": 7}, sim={"dcgm_diag": _fixture("v4_fail_gpu1_gpu7.json")}))
+    assert not report.ok and "invalid DCGM diag level" in report.problem
+
+
+def test_sim_scenario_text_stands_in_for_dcgmi():
+    report = gather_dcgm(_ctx(sim={"dcgm_diag": _fixture("v4_fail_gpu1_gpu7.json")}, dcgm_level=2))
+    assert report.ok and report.source == "sim" and report.level == 2
+    assert sorted({e.entity_id for e in report.failures()}) == [1, 7]
+
+
+def test_sim_scenario_may_give_parsed_json_or_a_run_description():
+    parsed = json.loads(_fixture("v3_rowremap_gpu3.json"))
+    assert [e.entity_id for e in gather_dcgm(_ctx(sim={"dcgm_diag": parsed})).failures()] == [3]
+    down = {"stderr": "Error: Unable to connect to host engine. Host engine connection invalid/disconnected.", "returncode": 255}
+    report = gather_dcgm(_ctx(sim={"dcgm_diag": down}))
+    assert not report.ok and "nv-hostengine" in report.problem
+    hung = gather_dcgm(_ctx(sim={"dcgm_diag": {"timeout": True}}))
+    assert not hung.ok and "killed" in hung.problem
+
+
+def test_sim_scenario_without_dcgm_is_unknown_like_a_node_without_dcgmi():
+    report = gather_dcgm(_ctx(sim={"gpus": []}))
+    results = check_dcgm_diag(report, _Settings())
+    assert [r.status for r in results] == [Status.UNKNOWN]
+    assert "not installed" in results[0].message
+
+
+def test_production_gatherer_uses_the_configured_dcgmi(tmp_path):
+    exe = _fake_dcgmi(tmp_path, f'cat "{FIX / "v3.1.0_allpass_real.txt"}"\n')
+    report = gather_dcgm(_ctx({"dcgm.dcgmi": str(exe), "dcgm.timeout_s": 10}))
+    assert report.ok and report.source == "dcgmi" and report.gpu_ids() == list(range(8))
+
+
+def test_report_evidence_is_json_serialisable():
+    report, _ = _judge(_fixture("v4_fail_gpu1_gpu7.json"))
+    d = json.loads(json.dumps(report.to_dict()))
+    assert d["ok"] is True and d["version"] == "4.1.1"
+    assert {e["entity_id"] for e in d["entries"] if e["status"] == "fail"} == {1, 7}
