@@ -234,7 +234,9 @@ class ScontrolBackend:
     def __init__(self, scontrol: Optional[str] = None, timeout_s: float = DEFAULT_TIMEOUT_S, env: Optional[Dict[str, str]] = None):
         from gcm_checks.proc import which
 
-        self.scontrol = scontrol or which("scontrol")
+        # which() also vets an explicit path: a configured but absent scontrol
+        # means "no Slurm here", not a crash on the first call.
+        self.scontrol = which(scontrol or "scontrol")
         self.timeout_s = float(timeout_s)
         self.env = env
         self.calls: List[Tuple[str, ...]] = []  # argv of every call, for tests and logs
@@ -755,3 +757,79 @@ def apply_features(
             pass
     _log(log, "info", f"slurm: {action} features {want} on {node}")
     return FeatureOutcome(action, tuple(want))
+
+
+# --------------------------------------------------------------------------
+# In-memory backend: for unit tests and simulations (gcm_checks.testing may
+# re-export it). It models the parts of slurmctld our logic depends on.
+# --------------------------------------------------------------------------
+
+
+class MemoryBackend:
+    """A fake slurmctld holding ``NodeInfo`` per node; counts update RPCs.
+
+    ``fail_with`` makes every call raise ``SlurmError`` (slurmctld down).
+    """
+
+    def __init__(self, nodes: Optional[Dict[str, NodeInfo]] = None, fail_with: Optional[str] = None):
+        self.nodes: Dict[str, NodeInfo] = dict(nodes or {})
+        self.jobs: Dict[str, Dict[str, str]] = {}
+        self.fail_with = fail_with
+        self.updates: List[Tuple[str, ...]] = []  # one entry per REQUEST_UPDATE_NODE/JOB
+        self.reads = 0
+
+    def _check(self) -> None:
+        if self.fail_with:
+            raise SlurmError(self.fail_with)
+
+    def _node(self, node: str) -> NodeInfo:
+        if node not in self.nodes:
+            self.nodes[node] = NodeInfo(name=node, state="IDLE")
+        return self.nodes[node]
+
+    def _set(self, node: str, **kw: Any) -> None:
+        from dataclasses import replace
+
+        self.nodes[node] = replace(self._node(node), **kw)
+
+    def node_info(self, node: str) -> NodeInfo:
+        self._check()
+        self.reads += 1
+        return self._node(node)
+
+    def drain(self, node: str, reason: str) -> None:
+        self._check()
+        self.updates.append(("drain", node, reason))
+        st = self._node(node).state.split("+")[0]
+        self._set(node, state=f"{st}+DRAIN", reason=reason, reason_user="root")
+
+    def resume(self, node: str) -> None:
+        self._check()
+        self.updates.append(("resume", node))
+        if not self._node(node).drained:
+            raise SlurmError("scontrol: exit 1: slurm_update error: Invalid node state specified")
+        self._set(node, state=self._node(node).state.split("+")[0], reason=None, reason_user=None)
+
+    def set_features(self, node: str, available: List[str], active: List[str]) -> None:
+        self._check()
+        self.updates.append(("features", node, ",".join(available), ",".join(active)))
+        self._set(node, available_features=tuple(available), active_features=tuple(active))
+
+    def set_extra(self, node: str, extra: str) -> None:
+        self._check()
+        self.updates.append(("extra", node, extra))
+        self._set(node, extra=extra or None)
+
+    def set_features_and_extra(self, node: str, available: List[str], active: List[str], extra: str) -> None:
+        self._check()
+        self.updates.append(("features+extra", node, ",".join(available), ",".join(active), extra))
+        self._set(node, available_features=tuple(available), active_features=tuple(active), extra=extra or None)
+
+    def set_job_comment(self, job_id: str, comment: str) -> None:
+        self._check()
+        self.updates.append(("comment", str(job_id), comment))
+        self.jobs.setdefault(str(job_id), {})["Comment"] = comment
+
+    def show_job(self, job_id: str) -> Dict[str, str]:
+        self._check()
+        return dict(self.jobs.get(str(job_id), {}))

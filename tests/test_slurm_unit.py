@@ -1,0 +1,329 @@
+"""gcm_checks.slurm without daemons: parsing, reasons, ownership decisions.
+
+The same rules are proven against real slurmctld in test_slurm_cluster.py;
+these tables cover the corner cases a live cluster makes slow to reach.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import sys
+import time
+
+import pytest
+
+from gcm_checks import slurm
+from gcm_checks.slurm import MemoryBackend, NodeInfo, SlurmError
+
+CORPUS = "/work/shared/corpus/formats/sacct"
+
+# Captured from the real 22.05 test cluster (tests/slurm_cluster.py).
+NODE_IDLE = (
+    "NodeName=node1 Arch=x86_64 CoresPerSocket=1  CPUAlloc=0 CPUEfctv=2 CPUTot=2 CPULoad=0.04 "
+    "AvailableFeatures=(null) ActiveFeatures=(null) Gres=(null) NodeAddr=127.0.0.1 NodeHostName=vm Port=16803 "
+    "Version=22.05.8 OS=Linux 6.18.44-fc-v657 #1 SMP PREEMPT_DYNAMIC @0  RealMemory=1000 AllocMem=0 FreeMem=23553 "
+    "Sockets=2 Boards=1 State=IDLE ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A Partitions=debug  "
+    "BootTime=2026-11-30T01:47:13 SlurmdStartTime=2026-11-30T01:53:11 LastBusyTime=2026-11-30T01:53:11 "
+    "CfgTRES=cpu=2,mem=1000M,billing=2 AllocTRES= CapWatts=n/a CurrentWatts=0 AveWatts=0 ExtSensorsJoules=n/s "
+    "ExtSensorsWatts=0 ExtSensorsTemp=n/s"
+)
+
+
+@pytest.mark.parametrize(
+    "tail, expect",
+    [
+        ("", dict(state="IDLE", reason=None, reason_user=None, available_features=(), extra=None)),
+        (
+            " State=IDLE+DRAIN Reason=gcm: gpu.count: expected 8 found 7 [root@2026-11-29T22:08:32]",
+            dict(state="IDLE+DRAIN", reason="gcm: gpu.count: expected 8 found 7", reason_user="root"),
+        ),
+        (
+            " State=MIXED+DRAIN Reason=maintenance: swap PSU x=1 [alice@2026-11-29T22:08:32]",
+            dict(state="MIXED+DRAIN", reason="maintenance: swap PSU x=1", reason_user="alice"),
+        ),
+        (" AvailableFeatures=a100,gcm_ok ActiveFeatures=a100 State=IDLE", dict(available_features=("a100", "gcm_ok"), active_features=("a100",))),
+        (" Comment=rack 4 Extra=gcm ok 2026-11-30T01:00:00Z", dict(comment="rack 4", extra="gcm ok 2026-11-30T01:00:00Z")),
+        (" State=DOWN*+DRAIN Reason=Not responding [slurm@2026-11-29T22:08:32]", dict(state="DOWN*+DRAIN", reason="Not responding", reason_user="slurm")),
+    ],
+)
+def test_parse_node(tail, expect):
+    info = slurm.parse_node(NODE_IDLE + tail)
+    assert info.name == "node1"
+    for k, v in expect.items():
+        assert getattr(info, k) == v, k
+
+
+def test_parse_node_corpus_multiline_reason():
+    # A real capture (24.05, multi-line form) joined the way -o prints it.
+    with open(os.path.join(CORPUS, "awsome-distributed-ai195_scontrol_show_node_idle_drain_gres.txt")) as f:
+        text = " ".join(ln.strip() for ln in f)
+    info = slurm.parse_node(text)
+    assert info.drained and not info.gcm_owned
+    assert info.reason == "gres/gpu count reported lower than configured (0 < 1)"
+    assert info.reason_user == "slurm"
+
+
+def test_parse_node_rejects_garbage():
+    with pytest.raises(SlurmError):
+        slurm.parse_node("slurm_load_node error: Invalid node name specified")
+
+
+@pytest.mark.parametrize(
+    "state, reason, drained, owned",
+    [
+        ("IDLE", None, False, False),
+        ("IDLE+DRAIN", "gcm: x", True, True),
+        ("MIXED+DRAIN", "admin work", True, False),
+        ("DRAINED", "gcm:x", True, True),
+        ("IDLE", "gcm: stale", False, True),
+    ],
+)
+def test_nodeinfo_flags(state, reason, drained, owned):
+    n = NodeInfo("n", state, reason)
+    assert (n.drained, n.gcm_owned) == (drained, owned)
+
+
+@pytest.mark.parametrize(
+    "raw, expect",
+    [
+        ("plain text", "plain text"),
+        ("a\nb\r\nc\td", "a b c d"),
+        ("rm -rf $HOME; `id` | cat & x > y < z", "rm -rf HOME id cat x y z"),
+        ("quote 'single' \"double\" back\\slash", "quote single double backslash"),
+        ("ctrl\x00\x07\x1b[31mred", "ctrl[31mred"),
+        ("ünïcödé", "ncd"),
+        ("key=value", "key value"),
+        ("x" * 300, "x" * 197 + "..."),
+    ],
+)
+def test_sanitize_reason(raw, expect):
+    out = slurm.sanitize_reason(raw)
+    assert out == expect
+    assert len(out) <= slurm.MAX_REASON
+    assert all(32 <= ord(c) < 127 for c in out)
+
+
+@pytest.mark.parametrize(
+    "check, subject, message, expect",
+    [
+        ("gpu.count", "", "expected 8 found 7", "gcm: gpu.count: expected 8 found 7"),
+        ("gpu.ecc", "GPU 3 (00000000:3B:00.0)", "2 uncorrectable", "gcm: gpu.ecc: GPU 3 (00000000:3B:00.0): 2 uncorrectable"),
+        ("xid", "GPU 1", "Xid 79; `reboot`\nnow", "gcm: xid: GPU 1: Xid 79 reboot now"),
+    ],
+)
+def test_make_drain_reason(check, subject, message, expect):
+    assert slurm.make_drain_reason(check, subject, message) == expect
+
+
+def test_make_drain_reason_is_bounded():
+    r = slurm.make_drain_reason("c" * 100, "s" * 100, "m" * 500)
+    assert r.startswith("gcm: ") and len(r) <= 200
+
+
+# ---------------------------------------------------------------- ownership
+
+
+@pytest.mark.parametrize(
+    "state, reason, action, updates, final_reason",
+    [
+        ("IDLE", None, "drained", 1, "gcm: gpu.count: 7 of 8"),
+        ("MIXED", None, "drained", 1, "gcm: gpu.count: 7 of 8"),
+        ("IDLE+DRAIN", "maintenance", "kept_foreign", 0, "maintenance"),
+        ("IDLE+DRAIN", "Prolog error", "kept_foreign", 0, "Prolog error"),
+        ("IDLE+DRAIN", "gcm: gpu.count: 7 of 8", "already", 0, "gcm: gpu.count: 7 of 8"),
+        ("IDLE+DRAIN", "gcm: older finding", "drained", 1, "gcm: gpu.count: 7 of 8"),
+        ("DOWN*", "Not responding", "kept_foreign", 0, "Not responding"),
+    ],
+)
+def test_apply_drain_ownership(tmp_path, state, reason, action, updates, final_reason):
+    be = MemoryBackend({"n1": NodeInfo("n1", state, reason)})
+    out = slurm.apply_drain(be, "n1", "gcm: gpu.count: 7 of 8", state_dir=str(tmp_path), check="gpu.count")
+    assert out.action == action
+    assert len(be.updates) == updates
+    assert be.nodes["n1"].reason == final_reason
+    rec = slurm.drain_record(str(tmp_path), "n1")
+    assert (rec is not None) == (action in ("drained", "already"))
+
+
+def test_apply_drain_slurm_down_is_logged_not_raised(tmp_path):
+    logged = []
+
+    class Log:
+        def error(self, m):
+            logged.append(m)
+
+    out = slurm.apply_drain(MemoryBackend(fail_with="slurmctld unreachable"), "n1", "gcm: x", state_dir=str(tmp_path), log=Log())
+    assert out.action == "error" and "unreachable" in logged[0]
+    assert slurm.drain_record(str(tmp_path), "n1") is None
+
+
+def test_apply_drain_adds_prefix_and_sanitises():
+    be = MemoryBackend()
+    out = slurm.apply_drain(be, "n1", "bad; $(reboot)")
+    # "$" and ";" go; parentheses stay (subjects read "GPU 3 (00000000:3B:00.0)").
+    assert out.reason == "gcm: bad (reboot)" and be.nodes["n1"].reason == "gcm: bad (reboot)"
+
+
+@pytest.mark.parametrize(
+    "state, reason, force, action, resumed",
+    [
+        ("IDLE+DRAIN", "gcm: x", False, "resumed", True),
+        ("IDLE+DRAIN", "maintenance", False, "kept_foreign", False),
+        ("IDLE+DRAIN", "maintenance", True, "resumed", True),
+        ("IDLE", None, False, "not_drained", False),
+    ],
+)
+def test_apply_resume_ownership(tmp_path, state, reason, force, action, resumed):
+    be = MemoryBackend({"n1": NodeInfo("n1", state, reason)})
+    out = slurm.apply_resume(be, "n1", force=force, state_dir=str(tmp_path))
+    assert out.action == action
+    assert (("resume", "n1") in be.updates) == resumed
+    assert be.nodes["n1"].drained == (state.endswith("DRAIN") and not resumed)
+
+
+def test_resume_if_passed_needs_no_rpc_without_record(tmp_path):
+    be = MemoryBackend({"n1": NodeInfo("n1", "IDLE+DRAIN", "gcm: x")})
+    assert slurm.resume_if_passed(be, "n1", ["gpu.count"], state_dir=str(tmp_path)) is None
+    assert be.reads == 0 and be.updates == []
+
+
+@pytest.mark.parametrize(
+    "passed, current_reason, action",
+    [
+        (["gpu.count", "gpu.ecc"], "gcm: gpu.count: 7 of 8", "resumed"),
+        (["gpu.ecc"], "gcm: gpu.count: 7 of 8", "not_passed"),
+        (["gpu.count"], "maintenance", "kept_foreign"),  # the admin re-drained since
+    ],
+)
+def test_resume_if_passed(tmp_path, passed, current_reason, action):
+    be = MemoryBackend({"n1": NodeInfo("n1", "IDLE", None)})
+    slurm.apply_drain(be, "n1", "gcm: gpu.count: 7 of 8", state_dir=str(tmp_path), check="gpu.count")
+    be.nodes["n1"] = NodeInfo("n1", "IDLE+DRAIN", current_reason)
+    out = slurm.resume_if_passed(be, "n1", passed, state_dir=str(tmp_path))
+    assert out is not None and out.action == action
+
+
+# ---------------------------------------------------------------- features
+
+
+@pytest.mark.parametrize(
+    "current, gcm, expect",
+    [
+        ((), ["gcm_ok"], ["gcm_ok"]),
+        (("a100", "ib"), ["gcm_ok"], ["a100", "ib", "gcm_ok"]),
+        (("a100", "gcm_ok", "ib"), ["gcm_degraded"], ["a100", "ib", "gcm_degraded"]),
+        (("gcm_ok", "gcm_qualified"), ["gcm_ok", "gcm_qualified"], ["gcm_ok", "gcm_qualified"]),
+    ],
+)
+def test_merge_features(current, gcm, expect):
+    assert slurm.merge_features(current, gcm) == expect
+
+
+def test_features_only_on_transitions(tmp_path):
+    be = MemoryBackend({"n1": NodeInfo("n1", "IDLE", available_features=("a100",), active_features=("a100",))})
+    sd = str(tmp_path)
+    assert slurm.apply_features(be, "n1", ["gcm_ok"], "gcm ok", state_dir=sd).action == "applied"
+    n = len(be.updates)
+    reads = be.reads
+    for _ in range(3):
+        assert slurm.apply_features(be, "n1", ["gcm_ok"], "gcm ok", state_dir=sd).action == "unchanged"
+    assert len(be.updates) == n and be.reads == reads  # zero RPCs while nothing changes
+    assert slurm.apply_features(be, "n1", ["gcm_degraded"], "gcm degraded", state_dir=sd).action == "applied"
+    assert be.nodes["n1"].available_features == ("a100", "gcm_degraded")
+    assert be.nodes["n1"].extra == "gcm degraded"
+
+
+def test_features_reapplied_after_wipe(tmp_path):
+    be = MemoryBackend({"n1": NodeInfo("n1", "IDLE", available_features=("a100",), active_features=("a100",))})
+    sd = str(tmp_path)
+    slurm.apply_features(be, "n1", ["gcm_ok"], "gcm ok", state_dir=sd)
+    # scontrol reconfigure: features back to slurm.conf's, Extra kept.
+    be.nodes["n1"] = NodeInfo("n1", "IDLE", available_features=("a100",), active_features=("a100",), extra="gcm ok")
+    assert slurm.apply_features(be, "n1", ["gcm_ok"], None, state_dir=sd, verify=True).action == "reapplied"
+    assert be.nodes["n1"].active_features == ("a100", "gcm_ok")
+    assert slurm.apply_features(be, "n1", ["gcm_ok"], None, state_dir=sd, verify=True).action == "unchanged"
+
+
+# ---------------------------------------------------------------- backends
+
+
+def _fake_scontrol(tmp_path, body: str) -> str:
+    p = tmp_path / "scontrol"
+    p.write_text("#!/bin/sh\n" + body)
+    p.chmod(p.stat().st_mode | stat.S_IXUSR)
+    return str(p)
+
+
+def test_scontrol_backend_argv_and_no_shell(tmp_path):
+    log = tmp_path / "argv"
+    sc = _fake_scontrol(tmp_path, f'for a in "$@"; do printf "%s\\n" "$a" >> {log}; done\n')
+    be = slurm.ScontrolBackend(scontrol=sc, timeout_s=5)
+    be.drain("node2", "gcm: a b; c")
+    assert log.read_text().splitlines() == ["update", "nodename=node2", "state=drain", "reason=gcm: a b; c"]
+
+
+def test_scontrol_backend_timeout_is_bounded(tmp_path):
+    sc = _fake_scontrol(tmp_path, "sleep 30\n")
+    be = slurm.ScontrolBackend(scontrol=sc, timeout_s=0.3)
+    t0 = time.monotonic()
+    with pytest.raises(SlurmError, match="no answer"):
+        be.node_info("node1")
+    assert time.monotonic() - t0 < 10  # generous: only proves we did not wait 30 s
+
+
+@pytest.mark.parametrize("body, match", [("echo 'slurm_load_node error: Unable to contact slurm controller' >&2; exit 1\n", "Unable to contact"), ("exit 0\n", "no NodeName")])
+def test_scontrol_backend_errors(tmp_path, body, match):
+    be = slurm.ScontrolBackend(scontrol=_fake_scontrol(tmp_path, body), timeout_s=5)
+    with pytest.raises(SlurmError, match=match):
+        be.node_info("node1")
+
+
+def test_scontrol_backend_missing():
+    be = slurm.ScontrolBackend(scontrol="/nonexistent/scontrol")
+    with pytest.raises(SlurmError):
+        be.resume("n1")
+
+
+def test_dry_run_prints_and_records():
+    out = io.StringIO()
+    be = slurm.DryRunBackend(out=out, state=NodeInfo("node2", "IDLE"))
+    res = slurm.apply_drain(be, "node2", "gcm: gpu.count: 7 of 8")
+    assert res.action == "would_drain"
+    assert be.actions == ["would run: scontrol update nodename=node2 state=drain reason='gcm: gpu.count: 7 of 8'"]
+    assert out.getvalue().strip() == be.actions[0]
+
+
+@pytest.mark.parametrize(
+    "settings, dry, kind",
+    [
+        (None, False, "ScontrolBackend"),
+        ({"slurm.backend": "cli"}, True, "DryRunBackend"),
+        ({"report_only": True}, False, "DryRunBackend"),
+        ({"slurm.scontrol": "/nonexistent/scontrol"}, False, "DryRunBackend"),
+        ({"slurm.backend": "auto"}, False, "ScontrolBackend"),  # pyslurm not installed here
+    ],
+)
+def test_backend_from_settings(settings, dry, kind, tmp_path):
+    if "pyslurm" in sys.modules or _importable("pyslurm"):
+        pytest.skip("pyslurm installed: auto would pick it")
+    if settings is None or "slurm.scontrol" not in settings:
+        settings = dict(settings or {}, **{"slurm.scontrol": _fake_scontrol(tmp_path, "exit 0\n")})
+    be = slurm.backend_from_settings(settings, dry_run=dry, out=io.StringIO())
+    assert type(be).__name__ == kind
+
+
+def _importable(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+def test_slurm_module_imports_nothing_heavy():
+    # Rule 7: on the prolog path. A fresh interpreter proves it.
+    from gcm_checks.proc import run
+
+    code = "import sys, gcm_checks.slurm; print(','.join(m for m in ('yaml', 'structlog', 'pynvml', 'pyslurm') if m in sys.modules))"
+    out = run([sys.executable, "-c", code], timeout=30, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert out.ok and out.stdout.strip() == ""
