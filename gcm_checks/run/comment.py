@@ -1,0 +1,175 @@
+"""Progress in the Slurm job comment, so ``squeue -o "%.10i %.9T %.50k"``
+shows it across the cluster.
+
+Only ``gcm_checks.slurm`` talks to Slurm (rule 3); this module builds the text,
+sanitises it (it comes from a user's program output and lands in slurmctld's
+state and in other people's terminals) and rate-limits updates: every update
+is an RPC to slurmctld, and a thousand jobs updating every second would be a
+self-inflicted denial of service. Default: at most one update a minute.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Callable, Dict, Optional
+
+from gcm_checks.run.progress import Snapshot
+from gcm_checks.run.watch import fmt_count, fmt_duration
+
+PREFIX = "gcm:"
+MAX_LEN = 120  # squeue %k shows what fits; slurmctld keeps it in every job record
+DEFAULT_INTERVAL_S = 60.0
+ENV_INTERVAL = "GCM_RUN_COMMENT_INTERVAL"  # seconds; tests and demos shorten it
+
+
+def sanitize(text: str, max_len: int = MAX_LEN) -> str:
+    """Printable ASCII only, whitespace collapsed, bounded length."""
+    out = []
+    for ch in text:
+        o = ord(ch)
+        if 32 <= o < 127:
+            out.append(ch)
+        elif ch in "\t\r\n":
+            out.append(" ")
+    s = " ".join("".join(out).split())
+    return s[:max_len].rstrip()
+
+
+def _loss_text(loss: Optional[float]) -> str:
+    if loss is None:
+        return ""
+    if loss != loss or loss in (float("inf"), float("-inf")):
+        return f" loss {loss}"
+    return f" loss {loss:.4g}"
+
+
+def format_comment(snap: Snapshot, *, state: str = "running", alert: str = "") -> str:
+    """``gcm: 40% step 4000/10000 eta 2h13m loss 0.53``"""
+    d = snap.to_dict(running=(state == "running"))
+    parts = [PREFIX]
+    if state != "running":
+        parts.append(state)
+    if alert:
+        parts.append(alert.upper())
+    if d["percent"] is not None:
+        parts.append(f"{d['percent']:.0f}%")
+    if snap.step is not None:
+        parts.append(f"step {int(snap.step)}" + (f"/{int(snap.total)}" if snap.total else ""))
+    if state == "running" and snap.eta_s is not None:
+        parts.append(f"eta {fmt_duration(snap.eta_s)}")
+    text = " ".join(parts) + _loss_text(snap.loss)
+    if snap.step is None and snap.loss is None and snap.percent is None and state == "running" and not alert:
+        text = f"{PREFIX} running, no progress seen yet"
+    return sanitize(text)
+
+
+def interval_from_env(env: Optional[Dict[str, str]] = None, default: float = DEFAULT_INTERVAL_S) -> float:
+    env = os.environ if env is None else env
+    try:
+        v = float(env.get(ENV_INTERVAL, ""))
+        return max(0.0, v)
+    except ValueError:
+        return default
+
+
+class CommentPoster:
+    """Posts the latest comment from one background thread.
+
+    The output pump never waits on slurmctld: ``offer`` only stores the newest
+    text; the thread sends it when the interval allows. A failing backend is
+    remembered (``last_error``) and retried at the next interval; it never
+    raises into the wrapper (rule 6: reporting cannot change the exit status).
+    """
+
+    def __init__(self, job_id: str, send: Callable[[str, str], None], interval_s: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.job_id = job_id
+        self._send = send
+        self.interval_s = interval_s
+        self._clock = clock
+        self._cv = threading.Condition()
+        self._pending: Optional[str] = None
+        self._last_sent_text: Optional[str] = None
+        self._last_sent_at: Optional[float] = None
+        self._stop = False
+        self.sent = 0
+        self.last_error: Optional[str] = None
+        self._thread = threading.Thread(target=self._loop, name="gcm-run:comment", daemon=True)
+        self._thread.start()
+
+    def offer(self, text: str) -> None:
+        with self._cv:
+            if text != self._last_sent_text:
+                self._pending = text
+                self._cv.notify()
+
+    def _due_in(self) -> float:
+        if self._last_sent_at is None:
+            return 0.0
+        return self._last_sent_at + self.interval_s - self._clock()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cv:
+                while not self._stop and (self._pending is None or self._due_in() > 0):
+                    self._cv.wait(timeout=None if self._pending is None else max(0.01, self._due_in()))
+                if self._stop:
+                    return
+                text, self._pending = self._pending, None
+                self._last_sent_at = self._clock()
+            self._post(text)
+
+    def _post(self, text: Optional[str]) -> None:
+        if text is None:
+            return
+        try:
+            self._send(self.job_id, text)
+            self._last_sent_text = text
+            self.sent += 1
+            self.last_error = None
+        except Exception as e:  # noqa: BLE001 - never let Slurm trouble reach the pump
+            self.last_error = f"{type(e).__name__}: {e}"[:300]
+
+    def final(self, text: str, timeout: float = 10.0) -> None:
+        """Stop the thread and post one last comment, bypassing the rate limit
+        (the job is ending; one more RPC is fine), under a deadline."""
+        with self._cv:
+            self._stop = True
+            self._cv.notify()
+        self._thread.join(timeout=1.0)
+        from gcm_checks.deadline import DeadlineExceeded, call_with_deadline
+
+        try:
+            call_with_deadline(lambda: self._post(text), timeout, what="job comment")
+        except DeadlineExceeded as e:
+            self.last_error = str(e)
+
+
+def slurm_sender(dry_run: bool = False) -> Callable[[str, str], None]:
+    """The one way to set the comment: through ``gcm_checks.slurm``."""
+    from gcm_checks import slurm  # imported lazily: only jobs under Slurm pay
+
+    backend = slurm.backend_from_settings(None, dry_run=dry_run)
+
+    def send(job_id: str, text: str) -> None:
+        backend.set_job_comment(job_id, text)
+
+    return send
+
+
+def should_comment(env: Dict[str, str]) -> "tuple[bool, str]":
+    """(yes, why not). Only task 0 of a job writes: every rank of a 512-GPU
+    srun wrapping its own process must not race to update one comment. A
+    comment the user set themselves (``sbatch --comment``) is theirs: keep it,
+    as we never overwrite someone else's drain reason."""
+    job = env.get("SLURM_JOB_ID")
+    if not job:
+        return False, "not under Slurm"
+    if env.get("SLURM_PROCID", "0") not in ("", "0"):
+        return False, f"task {env.get('SLURM_PROCID')} (only task 0 updates the comment)"
+    own = env.get("SLURM_JOB_COMMENT", "")
+    if own and not own.startswith(PREFIX):
+        return False, "the job has its own comment"
+    return True, ""

@@ -1,0 +1,176 @@
+"""At exit (and at each alert): classify, write the report, notify.
+
+Order matters (rule 6): the report is on disk, fsynced, before any
+notification is attempted; a notification that fails waits in the outbox
+(owned by ``gcm_checks.notify``); nothing here can change the exit status,
+because the wrapper has already decided it and every step below is guarded.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
+
+from gcm_checks.run import status as st
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gcm_checks.run.launcher import Wrapper
+    from gcm_checks.run.watch import Alert
+
+TAIL_BYTES = 64 * 1024
+NOTIFY_TIMEOUT_S = 30.0
+
+# Same words as ``gcm_checks.notify.policy`` (sbatch --extra="gcm:notify=...").
+POLICY_ALIASES = {
+    "always": "always", "on": "always", "yes": "always", "all": "always",
+    "never": "never", "off": "never", "no": "never", "none": "never",
+    "on_failure": "on_failure", "on-failure": "on_failure", "failure": "on_failure", "fail": "on_failure",
+}
+
+
+def normalize_policy(text: str) -> str:
+    p = POLICY_ALIASES.get((text or "").strip().lower())
+    if p is None:
+        raise ValueError(f"unknown notify policy {text!r} (always, on_failure, never)")
+    return p
+
+
+def run_failed(report: dict) -> bool:
+    ex = report.get("exit") or {}
+    return bool(ex.get("code")) or bool(report.get("alerts_fired"))
+
+
+def classify_run(log_path: str, exit_code: Optional[int], sig: Optional[int]) -> Dict[str, Any]:
+    """The classifier's verdict on the log tail, or why there is none."""
+    try:
+        from gcm_checks.classify import ClassifyInput, LogText, classify, read_tail
+    except ImportError as e:
+        return {"available": False, "error": f"classifier not available: {e}"}
+    try:
+        text, truncated, first_line = _tail(read_tail, log_path)
+        inp = ClassifyInput(
+            logs=[LogText(os.path.basename(log_path), text, first_line)],
+            exit_code=None if sig else exit_code,
+            signal=sig or None,
+        )
+        c = classify(inp)
+        out = c.to_dict()
+        out["available"] = True
+        out["log_truncated"] = bool(truncated)
+        return out
+    except Exception as e:  # noqa: BLE001 - unknown, not a crash (rule 2)
+        return {"available": False, "error": f"classification failed: {type(e).__name__}: {e}"}
+
+
+def _tail(read_tail: Callable[..., Any], path: str) -> "tuple[str, bool, int]":
+    got = read_tail(path, TAIL_BYTES)
+    if isinstance(got, tuple):
+        text = got[0]
+        truncated = bool(got[1]) if len(got) > 1 else False
+        first = int(got[2]) if len(got) > 2 and isinstance(got[2], int) else 1
+        return text, truncated, max(1, first)
+    return str(got), False, 1
+
+
+def build_report(w: "Wrapper") -> dict:
+    report = w.status_dict("exited")
+    report["kind"] = "gcm-run-report"
+    report["alerts_fired"] = [a.kind for a in w.state.alerts if a.kind != "resumed"]
+    sig = w.state.signal
+    report["classification"] = classify_run(w.opts.log_path, w.state.exit_code, sig)
+    report["summary"] = summary_line(report)
+    return report
+
+
+def summary_line(report: dict) -> str:
+    ex = report.get("exit") or {}
+    name = report.get("name") or os.path.basename(str((report.get("argv") or ["?"])[0]))
+    if ex.get("launch_error"):
+        return f"{name}: did not start: {ex['launch_error']}"
+    how = f"killed by {ex['signal']}" if ex.get("signal") else f"exit {ex.get('code')}"
+    p = report.get("progress") or {}
+    at = ""
+    if p.get("step") is not None:
+        at = f" at step {p['step']}" + (f"/{p['total']}" if p.get("total") else "")
+    why = ""
+    c = report.get("classification") or {}
+    if c.get("available") and c.get("sentence"):
+        why = f": {c['sentence']}"
+    killed = f" (ended by gcm-run: {report['killed_by']})" if report.get("killed_by") else ""
+    return f"{name}: {how}{at}{killed}{why}"
+
+
+def finish_run(w: "Wrapper") -> None:
+    from gcm_checks.run.comment import format_comment
+
+    report = build_report(w)
+    rpath = st.report_path(w.opts.log_path)
+    try:
+        st.write_json_atomic(rpath, report, durable=True)
+        report_ok = True
+    except OSError as e:
+        report_ok = False
+        w.state.status_error = f"report not written: {e.strerror or e}"
+    # The status file is the live view; leave it in its final state too.
+    w._write_status("exited")
+    if w._poster is not None:
+        code = w.state.exit_code
+        word = "done" if code == 0 else (f"killed {report['exit'].get('signal')}" if w.state.signal else f"exit {code}")
+        w._poster.final(format_comment(w.tracker.snap, state=word))
+    policy = w.opts.notify_policy
+    if should_notify(policy, run_failed(report)):
+        result = deliver(w, report, kind="exit", report_file=rpath if report_ok else None)
+        w.state.notifications.append(result)
+        w._write_status("exited")
+
+
+def should_notify(policy: str, failed: bool) -> bool:
+    return policy == "always" or (policy == "on_failure" and failed)
+
+
+def deliver(w: "Wrapper", payload: dict, *, kind: str, report_file: Optional[str]) -> dict:
+    """Hand a report to the notifier under a deadline; never raise."""
+    notifier = w.opts.notifier or default_notifier
+    from gcm_checks.deadline import DeadlineExceeded, call_with_deadline
+
+    try:
+        out = call_with_deadline(lambda: notifier(payload, kind), NOTIFY_TIMEOUT_S, what="notify")
+        return {"kind": kind, "ok": True, "result": out if isinstance(out, dict) else str(out)}
+    except DeadlineExceeded as e:
+        return {"kind": kind, "ok": False, "error": str(e)}
+    except Exception as e:  # noqa: BLE001 - a failing sink never changes the exit status
+        return {"kind": kind, "ok": False, "error": f"{type(e).__name__}: {e}"}
+
+
+def notify_event(w: "Wrapper", alert: "Alert") -> None:
+    """A stall / NaN / silence notice while the job runs: in the background,
+    so the output pump never waits on a mail server."""
+    if w.opts.notify_policy == "never":
+        return
+    payload = w.status_dict("running")
+    payload["kind"] = "gcm-run-alert"
+    payload["alert"] = alert.to_dict()
+    payload["summary"] = f"{w.opts.name or os.path.basename(w.opts.argv[0])}: {alert.message}"
+
+    def send() -> None:
+        w.state.notifications.append(deliver(w, payload, kind=alert.kind, report_file=None))
+
+    threading.Thread(target=send, name=f"gcm-run:notify:{alert.kind}", daemon=True).start()
+
+
+def default_notifier(payload: dict, kind: str) -> dict:
+    """HOOK: hand a gcm-run report or alert to ``gcm_checks.notify``.
+
+    The notification module owns channels, policy, isolation and the outbox.
+    Until it exposes an entry point for gcm-run payloads, the report already
+    on disk (``<log>.report.json``) is the record, and this says so.
+    """
+    try:
+        from gcm_checks import notify  # noqa: F401
+    except ImportError:
+        return {"sent": False, "why": "gcm_checks.notify not installed; report kept on disk"}
+    fn = getattr(notify, "notify_run", None)
+    if fn is None:
+        return {"sent": False, "why": "gcm_checks.notify has no notify_run(); report kept on disk"}
+    return fn(payload, kind=kind)
