@@ -1,0 +1,213 @@
+"""A durable outbox: nothing lost, nothing sent twice.
+
+One JSON file per (job, channel), named from its idempotency key::
+
+    pending/<name>.json   waiting (first try, or retry after backoff)
+    sent/<name>.json      delivered; its existence blocks any re-send
+    dead/<name>.json      gave up after give_up_after_s (kept for admins)
+
+Enqueueing is idempotent: an item whose key is already pending, sent or
+dead is not added again. Delivery takes an exclusive ``flock`` on the
+pending file, so two flushes (an epilog and a cron'd ``notify flush``)
+never send the same item; a flush that finds it locked skips it.
+
+The one window left: the receiver accepted the message and we crashed
+before writing ``sent/``. The next flush sends again, with the same
+Message-ID / Idempotency-Key, so receivers that honour them drop it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
+
+from gcm_checks.safeio import atomic_write
+
+STATES = ("pending", "sent", "dead")
+
+
+def file_name(key: str) -> str:
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", key)[:80].lstrip(".")
+    return f"{safe}-{hashlib.sha256(key.encode()).hexdigest()[:12]}.json"
+
+
+def backoff_s(attempts: int, base: float, cap: float) -> float:
+    """Delay before retry number ``attempts`` (1 = after the first failure)."""
+    return float(min(cap, base * (2 ** max(0, attempts - 1))))
+
+
+@dataclass
+class FlushSummary:
+    sent: List[str] = field(default_factory=list)
+    failed: List[Dict[str, str]] = field(default_factory=list)
+    skipped: List[str] = field(default_factory=list)  # not due, locked, or out of budget
+    dead: List[str] = field(default_factory=list)
+    assembled: List[str] = field(default_factory=list)  # overdue reports assembled first
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"sent": self.sent, "failed": self.failed, "skipped": self.skipped, "dead": self.dead, "assembled": self.assembled}
+
+
+class Outbox:
+    def __init__(self, root: str):
+        self.root = root
+
+    def _path(self, state: str, key: str) -> str:
+        return os.path.join(self.root, state, file_name(key))
+
+    def state_of(self, key: str) -> Optional[str]:
+        for st in ("sent", "pending", "dead"):
+            if os.path.exists(self._path(st, key)):
+                return st
+        return None
+
+    def enqueue(self, key: str, channel: str, payload: Mapping[str, Any], *, job_key: str = "", now: Optional[float] = None) -> bool:
+        """Add an item unless its key is known. True when newly added."""
+        if self.state_of(key):
+            return False
+        now = time.time() if now is None else now
+        item = {
+            "key": key, "channel": channel, "job_key": job_key, "created_at": now,
+            "attempts": 0, "next_attempt_at": now, "last_error": "", "payload": dict(payload),
+        }
+        d = os.path.join(self.root, "pending")
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        tmp = atomic_write(os.path.join(d, "." + file_name(key) + f".{os.getpid()}.new"), json.dumps(item).encode(), mode=0o600)
+        try:
+            # link() never replaces: if a racing enqueue won, keep theirs.
+            os.link(tmp, self._path("pending", key))
+            return True
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(tmp)
+
+    def items(self, state: str = "pending") -> Iterator[Dict[str, Any]]:
+        d = os.path.join(self.root, state)
+        try:
+            names = sorted(os.listdir(d))
+        except FileNotFoundError:
+            return
+        for n in names:
+            if n.startswith(".") or not n.endswith(".json"):
+                continue
+            try:
+                with open(os.path.join(d, n), "rb") as f:
+                    yield json.load(f)
+            except (OSError, ValueError):
+                continue
+
+    def counts(self) -> Dict[str, int]:
+        return {st: sum(1 for _ in self.items(st)) for st in STATES}
+
+    def flush(
+        self,
+        send: Callable[[Dict[str, Any], float], None],
+        *,
+        budget_s: float,
+        backoff_base_s: float = 60.0,
+        backoff_max_s: float = 3600.0,
+        give_up_after_s: float = 7 * 86400.0,
+        only_keys: Optional[List[str]] = None,
+        force: bool = False,
+        now: Optional[Callable[[], float]] = None,
+    ) -> FlushSummary:
+        """Try every due item once. ``send(item, timeout)`` raises on failure.
+
+        ``force`` ignores backoff (``notify flush --now``). Never raises for a
+        failed delivery: the item stays pending with its error and next time.
+        """
+        clock = now or time.time
+        end = time.monotonic() + budget_s
+        summary = FlushSummary()
+        d = os.path.join(self.root, "pending")
+        try:
+            names = sorted(os.listdir(d))
+        except FileNotFoundError:
+            return summary
+        wanted = {file_name(k) for k in only_keys} if only_keys is not None else None
+        for n in names:
+            if n.startswith(".") or not n.endswith(".json") or (wanted is not None and n not in wanted):
+                continue
+            left = end - time.monotonic()
+            if left <= 0.05:
+                summary.skipped.append(n)
+                continue
+            self._flush_one(os.path.join(d, n), send, left, backoff_base_s, backoff_max_s, give_up_after_s, force, clock, summary)
+        return summary
+
+    def _flush_one(self, path, send, left, base, cap, give_up, force, clock, summary) -> None:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return  # another flush finished it
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                summary.skipped.append(os.path.basename(path))
+                return
+            try:
+                if os.fstat(fd).st_ino != os.stat(path).st_ino:
+                    return  # replaced (rescheduled) or finished under us
+            except FileNotFoundError:
+                return
+            with os.fdopen(os.dup(fd), "rb") as f:
+                item = json.load(f)
+            key = item["key"]
+            if os.path.exists(self._path("sent", key)):
+                os.unlink(path)  # sent by someone who crashed before unlinking
+                return
+            t = clock()
+            if not force and float(item.get("next_attempt_at", 0)) > t:
+                summary.skipped.append(key)
+                return
+            try:
+                send(item, left)
+            except Exception as e:  # noqa: BLE001 - any sink failure is a retry, never a crash
+                item["attempts"] = int(item.get("attempts", 0)) + 1
+                item["last_error"] = str(e)[:500]
+                item["last_attempt_at"] = t
+                item["next_attempt_at"] = t + backoff_s(item["attempts"], base, cap)
+                if t - float(item.get("created_at", t)) >= give_up:
+                    self._move(item, path, "dead")
+                    summary.dead.append(key)
+                else:
+                    atomic_write(path, json.dumps(item).encode(), mode=0o600)
+                    summary.failed.append({"key": key, "error": item["last_error"]})
+                return
+            item["attempts"] = int(item.get("attempts", 0)) + 1
+            item["sent_at"] = clock()
+            item["last_error"] = ""
+            self._move(item, path, "sent")
+            summary.sent.append(key)
+        finally:
+            os.close(fd)
+
+    def _move(self, item: Dict[str, Any], path: str, state: str) -> None:
+        # Record the new state first, then drop the pending file: a crash in
+        # between leaves both, and flush resolves that (sent wins).
+        dest = self._path(state, item["key"])
+        os.makedirs(os.path.dirname(dest), mode=0o700, exist_ok=True)
+        atomic_write(dest, json.dumps(item).encode(), mode=0o600)
+        os.unlink(path)
+
+    def retry_dead(self, key: Optional[str] = None) -> int:
+        """Move dead items (or one) back to pending, due now."""
+        n = 0
+        for item in list(self.items("dead")):
+            if key and item["key"] != key:
+                continue
+            item["next_attempt_at"] = 0
+            item["created_at"] = time.time()
+            os.makedirs(os.path.join(self.root, "pending"), mode=0o700, exist_ok=True)
+            atomic_write(self._path("pending", item["key"]), json.dumps(item).encode(), mode=0o600)
+            os.unlink(self._path("dead", item["key"]))
+            n += 1
+        return n

@@ -1,0 +1,198 @@
+"""One report per job: evidence from every node, written before any notification.
+
+The epilog's API (see docs/reports.md)::
+
+    from gcm_checks.report import JobInfo, assemble_and_notify
+    job = JobInfo.from_env(os.environ, state="FAILED", start=..., end=...)
+    outcome = assemble_and_notify(job, settings, node=node, budget_s=3.0,
+                                  evidence={"results": results, "xids": xids,
+                                            "drains": drains},
+                                  classification=cls.to_dict())
+
+It is called *after* the epilog decided its exit status and drains, never
+raises, and returns a dict for the epilog's log. Heavy imports happen inside
+the functions (rule 7).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from gcm_checks.report.model import SCHEMA, SCHEMA_VERSION, JobInfo, ReportSettings
+
+__all__ = [
+    "SCHEMA", "SCHEMA_VERSION", "JobInfo", "ReportSettings", "Assembled",
+    "contribute", "assemble", "assemble_and_notify", "sweep", "write_report", "report_paths",
+]
+
+# classifier(job, logs, contributions) -> classification dict; runs on the
+# assembling node, which is the one holding the log tails.
+Classifier = Callable[[JobInfo, List[Dict[str, Any]], Mapping[str, Any]], Optional[Mapping[str, Any]]]
+
+
+@dataclass
+class Assembled:
+    key: str
+    report: Dict[str, Any]
+    paths: Dict[str, str]
+    user_copy: str = ""
+    user_copy_error: str = ""
+    notes: List[str] = field(default_factory=list)
+
+
+def contribute(job: JobInfo, node: str, evidence: Mapping[str, Any], settings: Any) -> str:
+    """Write this node's evidence to the job's spool dir; returns its path.
+
+    ``evidence`` keys the renderers know: ``results`` (CheckResult or dicts),
+    ``xids`` (dicts with code, gpu, name), ``dcgm`` (result dicts), ``drains``
+    (dicts with reason), ``classification`` (dict). Anything else is kept in
+    report.json as is.
+    """
+    from gcm_checks.report import spool
+    from gcm_checks.report.model import node_evidence
+
+    rs = ReportSettings.coerce(settings)
+    return spool.write_contribution(rs.spool_dir, job, node, node_evidence(evidence, rs.evidence_max_items))
+
+
+def report_paths(settings: Any, key: str) -> Dict[str, str]:
+    from gcm_checks.report.spool import safe_name
+
+    d = os.path.join(ReportSettings.coerce(settings).report_dir, safe_name(key))
+    return {name: os.path.join(d, name) for name in ("report.json", "report.txt", "report.html")}
+
+
+def write_report(report: Mapping[str, Any], settings: Any) -> Dict[str, str]:
+    """All three formats, each atomically, json last: its presence means done."""
+    from gcm_checks.report.render import render_all
+    from gcm_checks.safeio import atomic_write
+
+    paths = report_paths(settings, report["job"]["key"])
+    files = render_all(report)
+    for name in ("report.txt", "report.html", "report.json"):
+        atomic_write(paths[name], files[name], mode=0o640)
+    return paths
+
+
+def assemble(
+    job: Optional[JobInfo],
+    settings: Any,
+    *,
+    node: str,
+    key: Optional[str] = None,
+    classification: Optional[Mapping[str, Any]] = None,
+    classifier: Optional[Classifier] = None,
+    force: bool = False,
+    now: Optional[float] = None,
+) -> Optional[Assembled]:
+    """Assemble and write the job's report if this node is the one to do it.
+
+    Returns None when evidence is still missing (another node will finish)
+    or another node already claimed the job.
+    """
+    from gcm_checks.report import build, spool
+    from gcm_checks.report.render import to_text
+
+    rs = ReportSettings.coerce(settings)
+    key = key or (job.key if job else "")
+    if job is None:
+        job = spool.read_job(rs.spool_dir, key)
+        if job is None:
+            return None
+    contribs = spool.read_contributions(rs.spool_dir, key)
+    if not force and not spool.ready(job, contribs, rs.gather_timeout_s, now):
+        return None
+    if not spool.claim(rs.spool_dir, key, node):
+        return None
+    notes: List[str] = []
+    logs = build.collect_logs(job, rs)
+    if classification is None and classifier is not None:
+        try:
+            classification = classifier(job, logs, contribs)
+        except Exception as e:  # noqa: BLE001 - a classifier bug must not lose the report
+            notes.append(f"classifier failed: {type(e).__name__}: {e}")
+    report = build.build_report(job, contribs, classification=classification, logs=logs, generated_by=node, notes=notes, now=now)
+    paths = write_report(report, rs)
+    done = Assembled(key, report, paths, notes=notes)
+    if rs.copy_to_workdir and job.work_dir and job.uid is not None:
+        from gcm_checks.safeio import write_user_file
+
+        name = rs.workdir_name.format(job=spool.safe_name(key), ext="txt")
+        try:
+            done.user_copy = write_user_file(
+                job.work_dir, name, to_text(report).encode("utf-8"),
+                uid=job.uid, gid=job.gid if job.gid is not None else job.uid, timeout=rs.read_timeout_s,
+            )
+        except OSError as e:
+            done.user_copy_error = f"{name} not written to {job.work_dir}: {e.strerror or e}"
+    return done
+
+
+def assemble_and_notify(
+    job: JobInfo,
+    settings: Any,
+    *,
+    node: str,
+    budget_s: float,
+    evidence: Optional[Mapping[str, Any]] = None,
+    classification: Optional[Mapping[str, Any]] = None,
+    classifier: Optional[Classifier] = None,
+    handoff: Optional[str] = None,
+) -> Dict[str, Any]:
+    """The epilog's one call after its verdict. Never raises.
+
+    1. (if ``evidence``) contribute this node's evidence;
+    2. if this node is the assembler: write the report, queue notifications;
+    3. deliver per ``notify.handoff``: ``inline`` within ``budget_s``,
+       ``detach`` (default) in a detached process, ``queue`` for the next flush.
+    """
+    start = time.monotonic()
+    out: Dict[str, Any] = {"key": job.key, "node": node, "assembled": False}
+    try:
+        if evidence is not None:
+            out["contribution"] = contribute(job, node, evidence, settings)
+        done = assemble(job, settings, node=node, classification=classification, classifier=classifier)
+        if done is None:
+            out["waiting"] = "not the assembler (evidence missing from other nodes, or claimed elsewhere)"
+            return out
+        out.update(assembled=True, paths=done.paths, user_copy=done.user_copy or done.user_copy_error)
+        from gcm_checks import notify
+
+        ns = notify.NotifySettings.coerce(settings)
+        out["queued"] = notify.enqueue_report(done.report, job, settings)
+        keys = [k for k, v in out["queued"].items() if v == "queued"]
+        mode = handoff or ns.handoff
+        left = budget_s - (time.monotonic() - start)
+        if not keys or mode == "queue":
+            out["delivery"] = "queued"
+        elif mode == "inline":
+            s = notify.flush(settings, budget_s=max(0.0, left), only_keys=keys, node=node, sweep=False)
+            out["delivery"] = s.to_dict()
+        else:
+            out["delivery"] = {"detached_pid": notify.spawn_flush(settings, budget_s=ns.budget_s, node=node, only_keys=keys)}
+    except Exception as e:  # noqa: BLE001 - rule 6: a report problem never changes the verdict
+        out["error"] = f"{type(e).__name__}: {e}"
+    return out
+
+
+def sweep(settings: Any, *, node: str = "", now: Optional[float] = None) -> List[str]:
+    """Assemble jobs whose nodes never all reported; queue their notifications.
+
+    Run by ``notify flush`` and the health run. Returns the keys assembled.
+    """
+    from gcm_checks import notify
+    from gcm_checks.report import spool
+
+    rs = ReportSettings.coerce(settings)
+    node = node or os.uname().nodename.split(".")[0]
+    done_keys = []
+    for key in spool.overdue(rs.spool_dir, rs.gather_timeout_s, now):
+        done = assemble(None, settings, node=node, key=key, force=True, now=now)
+        if done is None:
+            continue
+        notify.enqueue_report(done.report, JobInfo.from_dict(done.report["job"]), settings, now=now)
+        done_keys.append(key)
+    return done_keys

@@ -1,0 +1,154 @@
+"""Assemble the report dict from the job, every node's evidence and log tails.
+
+Pure except for ``collect_logs``, which reads the user's logs through
+``gcm_checks.safeio`` (never as root through a user's symlink).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from gcm_checks.report.model import SCHEMA, SCHEMA_VERSION, JobInfo, ReportSettings
+
+
+def collect_logs(job: JobInfo, settings: ReportSettings) -> List[Dict[str, Any]]:
+    """Bounded tails of the job's stdout/stderr, each cut said out loud.
+
+    The budget is per file and in total; what is cut is named with its full
+    size and path so nobody mistakes a tail for the whole log (issue 6, 5).
+    """
+    from gcm_checks import safeio
+
+    logs: List[Dict[str, Any]] = []
+    left = max(0, int(settings.log_total_bytes))
+    wanted = [("stdout", job.stdout), ("stderr", job.stderr)]
+    for name, path in wanted:
+        if not path:
+            continue
+        cap = min(int(settings.log_tail_bytes), left)
+        entry: Dict[str, Any] = {"name": name, "path": path, "size": None, "shown_bytes": 0, "truncated": False, "text": "", "note": ""}
+        if cap <= 0:
+            entry["note"] = f"{name}: not shown, report log budget spent; full log at {path}"
+            logs.append(entry)
+            continue
+        tail = safeio.read_tail(path, uid=job.uid, gid=job.gid, max_bytes=cap, timeout=settings.read_timeout_s)
+        entry["size"] = tail.size if not tail.error or tail.size else None
+        if tail.error:
+            entry["note"] = f"{name}: {tail.error} ({path})"
+            logs.append(entry)
+            continue
+        left -= len(tail.data)
+        entry["shown_bytes"] = len(tail.data)
+        entry["truncated"] = tail.truncated
+        entry["text"] = safeio.clean_text(_from_line_start(tail.data) if tail.truncated else tail.data)
+        if tail.truncated:
+            entry["note"] = (
+                f"{name}: last {safeio.human_bytes(len(tail.data))} of {safeio.human_bytes(tail.size)} shown; "
+                f"full log at {path}"
+            )
+        logs.append(entry)
+    return logs
+
+
+def _from_line_start(data: bytes) -> bytes:
+    # A tail starts mid-line (maybe mid-UTF-8 char); drop the fragment.
+    nl = data.find(b"\n")
+    return data[nl + 1 :] if 0 <= nl < len(data) - 1 else data
+
+
+def build_report(
+    job: JobInfo,
+    contributions: Mapping[str, Mapping[str, Any]],
+    *,
+    classification: Optional[Mapping[str, Any]] = None,
+    logs: Sequence[Mapping[str, Any]] = (),
+    generated_by: str = "",
+    notes: Sequence[str] = (),
+    now: Optional[float] = None,
+) -> Dict[str, Any]:
+    """The versioned report dict (schema in docs/reports.md)."""
+    now = time.time() if now is None else now
+    node_names = list(job.nodes) or sorted(contributions)
+    nodes = []
+    for n in node_names:
+        c = contributions.get(n)
+        nodes.append({"node": n, "contributed": c is not None, "evidence": dict((c or {}).get("evidence") or {})})
+    for n in sorted(set(contributions) - set(node_names)):
+        nodes.append({"node": n, "contributed": True, "evidence": dict(contributions[n].get("evidence") or {})})
+    missing = [x["node"] for x in nodes if not x["contributed"]]
+    if classification is None:
+        # Any node may have carried the classification; the first one wins.
+        for n in node_names:
+            cls = ((contributions.get(n) or {}).get("evidence") or {}).get("classification")
+            if cls:
+                classification = cls
+                break
+    drains = [{"node": x["node"], **_as_dict(d)} for x in nodes for d in x["evidence"].get("drains") or ()]
+    job_failed = job.failed()
+    all_notes = list(notes)
+    if missing:
+        all_notes.append(f"no evidence from {len(missing)} node(s): {', '.join(missing)} (their epilog did not report in time)")
+    return {
+        "schema": SCHEMA,
+        "version": SCHEMA_VERSION,
+        "generated_at": _iso(now),
+        "generated_by": generated_by,
+        "job": job.to_dict(),
+        "outcome": {
+            "failed": bool(job_failed or drains),
+            "job_failed": job_failed,
+            "state": job.state,
+            "exit_status": job.exit_status,
+            "nodes_drained": sorted({d["node"] for d in drains}),
+        },
+        "classification": dict(classification) if classification else None,
+        "nodes": nodes,
+        "missing_nodes": missing,
+        "drains": drains,
+        "logs": [dict(x) for x in logs],
+        "notes": all_notes,
+    }
+
+
+def _as_dict(d: Any) -> Dict[str, Any]:
+    return dict(d) if isinstance(d, Mapping) else {"reason": str(d)}
+
+
+def _iso(t: Optional[float]) -> str:
+    if t is None:
+        return ""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def validate(report: Mapping[str, Any]) -> List[str]:
+    """Problems with a report dict against schema version 1 (empty = valid).
+
+    Small on purpose: consumers check ``schema``/``version`` and the keys they
+    read; this keeps us honest about what version 1 promises.
+    """
+    errs = []
+    required = {
+        "schema": str, "version": int, "generated_at": str, "generated_by": str, "job": dict,
+        "outcome": dict, "nodes": list, "missing_nodes": list, "drains": list, "logs": list, "notes": list,
+    }
+    for k, t in required.items():
+        if k not in report:
+            errs.append(f"missing {k}")
+        elif not isinstance(report[k], t):
+            errs.append(f"{k}: expected {t.__name__}")
+    if report.get("schema") != SCHEMA:
+        errs.append("schema: not a gcm-checks job report")
+    if "classification" not in report or not isinstance(report["classification"], (dict, type(None))):
+        errs.append("classification: expected object or null")
+    for k in ("job_id", "user", "nodes", "exit_status", "key"):
+        if k not in (report.get("job") or {}):
+            errs.append(f"job.{k} missing")
+    for k in ("failed", "exit_status", "state"):
+        if k not in (report.get("outcome") or {}):
+            errs.append(f"outcome.{k} missing")
+    for log in report.get("logs") or ():
+        for k in ("name", "path", "size", "shown_bytes", "truncated", "text", "note"):
+            if k not in log:
+                errs.append(f"logs[].{k} missing")
+    return errs

@@ -1,0 +1,157 @@
+"""Per-node evidence spool and the "exactly one node assembles" claim.
+
+Layout under ``report.spool_dir`` (a cluster filesystem in production, so
+every node of a job sees the others' files)::
+
+    <job key>/job.json            the JobInfo (each node writes the same)
+    <job key>/nodes/<node>.json   one node's evidence, written atomically
+    <job key>/claimed             created with O_CREAT|O_EXCL by the assembler
+
+A node's epilog writes its evidence, then lists ``nodes/``. If every node of
+the job is there (or ``gather_timeout_s`` has passed since the first one
+arrived) it tries to create ``claimed``; O_EXCL lets exactly one creator win,
+also on NFSv3+ (open(2)). Because each node writes before it lists, the last
+node to finish always sees all files, so a complete job is always assembled
+by somebody's epilog. Nodes that never report (node died) are covered by
+``overdue``: the next ``notify flush`` or health run on any node assembles
+the job with the evidence it has and names the missing nodes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from typing import Any, Dict, List, Mapping, Optional
+
+from gcm_checks.report.model import JobInfo
+from gcm_checks.safeio import atomic_write
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def safe_name(s: str) -> str:
+    """A path component from a Slurm name: no '/', no '..', never empty."""
+    out = _SAFE.sub("_", str(s)).lstrip(".")
+    return out or "_"
+
+
+def job_dir(spool_dir: str, key: str) -> str:
+    return os.path.join(spool_dir, safe_name(key))
+
+
+def write_contribution(spool_dir: str, job: JobInfo, node: str, evidence: Mapping[str, Any], now: Optional[float] = None) -> str:
+    d = job_dir(spool_dir, job.key)
+    os.makedirs(os.path.join(d, "nodes"), mode=0o755, exist_ok=True)
+    atomic_write(os.path.join(d, "job.json"), json.dumps(job.to_dict()).encode(), mode=0o640)
+    doc = {"node": node, "at": time.time() if now is None else now, "evidence": evidence}
+    return atomic_write(os.path.join(d, "nodes", safe_name(node) + ".json"), json.dumps(doc).encode(), mode=0o640)
+
+
+def read_contributions(spool_dir: str, key: str) -> Dict[str, Dict[str, Any]]:
+    """node -> {"node", "at", "evidence"}; unreadable files are skipped (a
+    half-written file cannot exist thanks to rename, but a foreign one can)."""
+    nd = os.path.join(job_dir(spool_dir, key), "nodes")
+    out: Dict[str, Dict[str, Any]] = {}
+    try:
+        names = sorted(os.listdir(nd))
+    except FileNotFoundError:
+        return out
+    for name in names:
+        if not name.endswith(".json") or name.startswith("."):
+            continue
+        try:
+            with open(os.path.join(nd, name), "rb") as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict):
+            out[str(doc.get("node") or name[:-5])] = doc
+    return out
+
+
+def read_job(spool_dir: str, key: str) -> Optional[JobInfo]:
+    try:
+        with open(os.path.join(job_dir(spool_dir, key), "job.json"), "rb") as f:
+            return JobInfo.from_dict(json.load(f))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def ready(job: JobInfo, contributions: Mapping[str, Any], gather_timeout_s: float, now: Optional[float] = None) -> bool:
+    """Every node reported, or the first report is older than the timeout."""
+    now = time.time() if now is None else now
+    expected = set(job.nodes)
+    if expected and expected <= set(contributions):
+        return True
+    if not expected and contributions:
+        return True  # node list unknown: whoever reports assembles
+    first = min((float(c.get("at") or now) for c in contributions.values()), default=now)
+    return bool(contributions) and now - first >= gather_timeout_s
+
+
+def claim(spool_dir: str, key: str, node: str) -> bool:
+    """True for exactly one caller per job key, ever."""
+    path = os.path.join(job_dir(spool_dir, key), "claimed")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except FileExistsError:
+        return False
+    try:
+        os.write(fd, json.dumps({"node": node, "at": time.time(), "pid": os.getpid()}).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return True
+
+
+def claimed_by(spool_dir: str, key: str) -> Optional[Dict[str, Any]]:
+    try:
+        with open(os.path.join(job_dir(spool_dir, key), "claimed"), "rb") as f:
+            return json.loads(f.read() or b"{}")
+    except (OSError, ValueError):
+        return None
+
+
+def overdue(spool_dir: str, gather_timeout_s: float, now: Optional[float] = None) -> List[str]:
+    """Job keys nobody claimed that are now ready (complete or timed out)."""
+    out = []
+    try:
+        keys = sorted(os.listdir(spool_dir))
+    except FileNotFoundError:
+        return out
+    for key in keys:
+        if os.path.exists(os.path.join(spool_dir, key, "claimed")):
+            continue
+        job = read_job(spool_dir, key)
+        if job is None:
+            continue
+        if ready(job, read_contributions(spool_dir, key), gather_timeout_s, now):
+            out.append(job.key)
+    return out
+
+
+def prune(spool_dir: str, older_than_s: float, now: Optional[float] = None) -> int:
+    """Remove claimed job dirs older than ``older_than_s``; returns how many.
+
+    Only claimed ones: the report is on disk by then (written before the
+    claim's notifications), so nothing is lost.
+    """
+    import shutil
+
+    now = time.time() if now is None else now
+    n = 0
+    try:
+        keys = os.listdir(spool_dir)
+    except FileNotFoundError:
+        return 0
+    for key in keys:
+        c = os.path.join(spool_dir, key, "claimed")
+        try:
+            if now - os.stat(c).st_mtime >= older_than_s:
+                shutil.rmtree(os.path.join(spool_dir, key), ignore_errors=True)
+                n += 1
+        except OSError:
+            continue
+    return n
