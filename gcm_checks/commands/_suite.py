@@ -1,0 +1,68 @@
+"""Shared plumbing for the commands that run a suite (prolog, epilog, health,
+check): load config, open the log, build the context, render results."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Dict, List, Optional
+
+from gcm_checks.result import CheckResult, Status
+
+
+def add_common(parser: argparse.ArgumentParser, *, dry_run: bool = True) -> None:
+    parser.add_argument("--config", metavar="PATH", help="config file (default: discovered, see docs)")
+    parser.add_argument("--sim", metavar="SCENARIO", help="simulated node: built-in name or YAML path (hardware only)")
+    parser.add_argument("--json", action="store_true", help="print a JSON document instead of text")
+    parser.add_argument("--node", help="Slurm node name (default: $SLURMD_NODENAME or the short hostname)")
+    parser.add_argument("--budget", type=float, metavar="SECONDS", help="override budget_s")
+    if dry_run:
+        parser.add_argument("--dry-run", action="store_true", help="print the Slurm action instead of taking it")
+
+
+def load_settings(args: argparse.Namespace) -> Any:
+    from gcm_checks import config
+
+    return config.load(args.config, getattr(args, "node", None))
+
+
+def result_rows(results: List[CheckResult]) -> List[Dict[str, Any]]:
+    return [
+        {"check": r.check, "status": r.status.value, "subject": r.subject, "message": r.message,
+         "duration_s": round(r.duration_s, 4)}
+        for r in results
+    ]
+
+
+def render_table(results: List[CheckResult], out: Any = None) -> None:
+    out = out or sys.stdout
+    order = {Status.FAIL: 0, Status.UNKNOWN: 1, Status.WARN: 2, Status.PASS: 3}
+    rows = sorted(results, key=lambda r: (order[r.status], r.check, r.subject))
+    w_check = max([len(r.check) for r in rows] + [5])
+    w_subj = max([len(r.subject) for r in rows] + [7])
+    print(f"{'STATUS':7} {'CHECK':{w_check}} {'SUBJECT':{w_subj}} MESSAGE", file=out)
+    for r in rows:
+        print(f"{r.status.value.upper():7} {r.check:{w_check}} {r.subject or '-':{w_subj}} {r.message}", file=out)
+
+
+def counts(results: List[CheckResult]) -> Dict[str, int]:
+    c = {s.value: 0 for s in Status}
+    for r in results:
+        c[r.status.value] += 1
+    return c
+
+
+def summary_line(kind: str, node: str, verdict: Status, results: List[CheckResult], action: Optional[str]) -> str:
+    c = counts(results)
+    worst = next((r for r in results if r.status is verdict and verdict is not Status.PASS), None)
+    head = f"gcm-checks {kind} {node}: {verdict.value.upper()}"
+    tail = f" ({c['pass']} pass, {c['warn']} warn, {c['unknown']} unknown, {c['fail']} fail)"
+    what = f" - {worst.check} {worst.subject}: {worst.message}" if worst else ""
+    act = f" -> {action}" if action else ""
+    return head + tail + what + act
+
+
+def emit_json(doc: Dict[str, Any]) -> None:
+    json.dump(doc, sys.stdout, indent=2, sort_keys=False)
+    sys.stdout.write("\n")
