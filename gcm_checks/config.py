@@ -68,6 +68,30 @@ SCHEMA: Dict[str, Any] = {
         "timeout_s": Key("float", 5.0, "Deadline for each scontrol call.", minimum=0.1),
         "resume_on_pass": Key("bool", True, "Health mode resumes a node drained by gcm once the same checks pass."),
     },
+    # Job reports and notifications (gcm_checks.report / gcm_checks.notify, docs/reports.md).
+    "report": {
+        "spool_dir": Key("str", "/var/spool/gcm-checks/contrib", "Where each node's epilog leaves its evidence; a cluster filesystem for multi-node jobs."),
+        "report_dir": Key("str", "/var/spool/gcm-checks/reports", "Node-local durable copy of every assembled report, for admins."),
+        "outbox_dir": Key("str", "/var/spool/gcm-checks/outbox", "Undelivered/sent notifications (node-local)."),
+        "copy_to_workdir": Key("bool", False, "Also write gcm-report-<job>.txt into the job's work dir, as the job user."),
+        "workdir_name": Key("str", "gcm-report-{job}.{ext}", "File name of the user's copy."),
+        "log_tail_bytes": Key("int", 65536, "Bytes of each log's tail in a report.", minimum=0),
+        "log_total_bytes": Key("int", 262144, "Bytes of log tails in a report, all files together.", minimum=0),
+        "evidence_max_items": Key("int", 200, "Per node and kind (xids, results, ...) items kept in a report.", minimum=1),
+        "gather_timeout_s": Key("float", 300.0, "Assemble a multi-node report without the missing nodes after this long.", minimum=0),
+        "read_timeout_s": Key("float", 5.0, "Deadline for reading a user's log or writing the user's copy.", minimum=0.1),
+    },
+    "notify": {
+        "channels": Key("list", [], "Sinks: [{name, type: smtp|webhook|slack, ...}] (docs/reports.md)."),
+        "policy": Key("dict", {}, "{default: on_failure|always|never, clusters: {}, partitions: {}, users: {}, allow_job_override: true}."),
+        "email": Key("dict", {}, "{use_mail_user: true, addresses: {user: addr}, domain_template: '{user}@example.org'}."),
+        "handoff": Key("str", "detach", "How the epilog delivers: inline (within its budget), detach (background process), queue (next flush).", choices=("inline", "detach", "queue")),
+        "budget_s": Key("float", 10.0, "Most seconds one delivery run spends sending.", minimum=0.1),
+        "backoff_base_s": Key("float", 60.0, "First retry delay; doubles per failure.", minimum=0),
+        "backoff_max_s": Key("float", 3600.0, "Longest retry delay.", minimum=0),
+        "give_up_after_s": Key("float", 604800.0, "Move a message to outbox/dead (kept) after this long.", minimum=0),
+        "outbox_dir": Key("str", "", "Overrides report.outbox_dir when set."),
+    },
     "nodes": Key("list", [], "Per-node overrides: [{match: 'gpu[001-128]' | [patterns], set: {section: {key: value}}}]."),
 }
 
