@@ -1,0 +1,331 @@
+"""Apply the rule table to one job's inputs and pick one explainable answer.
+
+Gather apart from judge: everything here is a pure function of
+:class:`ClassifyInput`; reading logs (bounded) and asking Slurm happen elsewhere.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from gcm_checks.classify.model import ClassifyInput, Classification, Evidence, LogText
+from gcm_checks.classify.rules import KERNEL, LOG, RULES, RULES_BY_ID, WARNING_LINE, Rule
+from gcm_checks.classify.taxonomy import CATEGORIES
+
+# Only the end of a text is scanned: a failed job's cause is at the end, and
+# this keeps a huge --batch record as cheap as a small one.
+SCAN_CHARS = 256 * 1024
+MAX_HITS_PER_RULE = 20
+EVIDENCE_CHARS = 300
+MAX_EVIDENCE = 5
+_KERNEL_SOURCES = ("kernel", "dmesg", "syslog", "journal")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    rule: Rule
+    regex: "re.Pattern[str]"
+    exclude: Optional["re.Pattern[str]"]
+
+
+_COMPILED: Optional[Tuple[_Compiled, ...]] = None
+
+
+def _compiled() -> Tuple[_Compiled, ...]:
+    # Compiled on first use, not at import: the epilog imports this package
+    # even for jobs whose logs it never needs to read.
+    global _COMPILED
+    if _COMPILED is None:
+        _COMPILED = tuple(
+            _Compiled(r, r.compiled(), re.compile(r.exclude) if r.exclude else None) for r in RULES
+        )
+    return _COMPILED
+
+
+@dataclass
+class Hit:
+    rule_id: str
+    category: str
+    rank: int
+    confidence: float
+    source_idx: int  # index of the text; structured evidence uses -1
+    pos: int  # character offset inside the scanned text
+    evidence: Evidence
+    says: str
+
+
+# --------------------------------------------------------------------------- scanning
+
+
+def sanitize(text: str, limit: int = EVIDENCE_CHARS) -> str:
+    """Log text fit for a drain reason, a shell or HTML: no control chars, bounded.
+
+    Renderers still escape for their medium; this only removes what no medium wants.
+    """
+    text = _CONTROL.sub(" ", text.replace("\t", " ")).strip()
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return text
+
+
+def _is_kernel(source: str) -> bool:
+    s = source.lower()
+    return any(k in s for k in _KERNEL_SOURCES)
+
+
+def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
+    """All rule matches in one text, in text order."""
+    text = log.text
+    first_line = log.first_line_no
+    if len(text) > SCAN_CHARS:
+        cut = len(text) - SCAN_CHARS
+        nl = text.find("\n", cut)
+        cut = nl + 1 if nl >= 0 else cut
+        first_line += text.count("\n", 0, cut)
+        text = text[cut:]
+    low = text.lower()
+    kernel = _is_kernel(log.source)
+    hits: List[Hit] = []
+    for c in _compiled():
+        rule = c.rule
+        if (rule.source == KERNEL and not kernel) or (rule.source == LOG and kernel):
+            continue
+        if not any(k in low for k in rule.keywords):
+            continue
+        n = 0
+        for m in c.regex.finditer(text):
+            start = text.rfind("\n", 0, m.start()) + 1
+            end = text.find("\n", m.end())
+            line = text[start: end if end >= 0 else len(text)]
+            if not rule.warnings_ok and WARNING_LINE.search(line):
+                continue
+            if c.exclude is not None and c.exclude.search(m.group(0)):
+                continue
+            line_no = first_line + text.count("\n", 0, m.start())
+            hits.append(Hit(rule.id, rule.category, rule.rank, rule.confidence, source_idx, m.start(),
+                            Evidence(log.source, line_no, sanitize(line)), rule.says))
+            n += 1
+            if n >= MAX_HITS_PER_RULE:
+                break
+    hits.sort(key=lambda h: h.pos)
+    return hits
+
+
+def _apply_text_order(hits: List[Hit]) -> None:
+    """Demote matches that are consequences, judged by their order in one text."""
+    first_terminal: Optional[int] = None
+    seen: Dict[str, int] = {}
+    for h in hits:  # in text order
+        rule = RULES_BY_ID[h.rule_id]
+        if rule.unless_after and rule.unless_after in seen:
+            # srun killed the step because a task failed: not a user's cancel.
+            h.rank, h.confidence = 1, 0.2
+            continue
+        seen.setdefault(h.rule_id, h.pos)
+        if first_terminal is not None and h.pos > first_terminal and h.rank < R_KEEP_AFTER_TERMINAL \
+                and not rule.terminal:
+            # After "CANCELLED ... DUE TO TIME LIMIT" every rank's SIGTERM
+            # traceback, NCCL abort and "Killed" is fallout, not the cause.
+            h.rank = min(h.rank, 3)
+        if rule.terminal and first_terminal is None:
+            first_terminal = h.pos
+
+
+# Hardware evidence after a termination line still counts: a GPU that fell off
+# the bus is a fact about the node whatever the scheduler was doing.
+R_KEEP_AFTER_TERMINAL = 94
+
+
+# --------------------------------------------------------------------------- structured inputs
+
+_STATE_RULES: Dict[str, Tuple[str, str, int, float, str]] = {
+    # state -> (rule id, category, rank, confidence, says)
+    "TIMEOUT": ("slurm.state.timeout", "timeout_walltime", 92, 0.95, "Slurm ended the job at its time limit"),
+    "DEADLINE": ("slurm.state.deadline", "timeout_walltime", 92, 0.9, "the job reached its --deadline"),
+    "NODE_FAIL": ("slurm.state.node_fail", "node_failure", 96, 0.95, "Slurm lost a node the job was running on"),
+    "BOOT_FAIL": ("slurm.state.boot_fail", "node_failure", 96, 0.9, "the job's nodes failed to boot"),
+    "PREEMPTED": ("slurm.state.preempted", "preempted", 92, 0.95, "the scheduler preempted the job"),
+    "OUT_OF_MEMORY": ("slurm.state.out_of_memory", "host_oom", 84, 0.95,
+                      "Slurm killed the job for exceeding its memory request"),
+    "CANCELLED": ("slurm.state.cancelled", "cancelled_user", 57, 0.8, "the job was cancelled"),
+}
+_REASON_RULES = {
+    "timelimit": "TIMEOUT",
+    "nodedown": "NODE_FAIL",
+    "node_fail": "NODE_FAIL",
+    "preempted": "PREEMPTED",
+    "outofmemory": "OUT_OF_MEMORY",
+}
+# Signals a process dies of when it crashes by itself (not when it is killed).
+_CRASH_SIGNALS = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
+
+
+def _norm_state(state: Optional[str]) -> Optional[str]:
+    if not state:
+        return None
+    # sacct prints "CANCELLED by 1234"; scontrol prints JobState=TIMEOUT.
+    s = state.strip().upper().split()[0]
+    return s.split("=", 1)[-1] if s else None
+
+
+def _exit_says_success(inp: ClassifyInput) -> bool:
+    return (inp.exit_code == 0 and not inp.signal and not inp.derived_exit_code
+            and _norm_state(inp.state) in (None, "COMPLETED", "COMPLETING"))
+
+
+def structured_hits(inp: ClassifyInput) -> List[Hit]:
+    """Hits from node evidence and Slurm's own exit data."""
+    hits: List[Hit] = []
+
+    def add(rule_id: str, category: str, rank: int, conf: float, source: str, text: str, says: str) -> None:
+        hits.append(Hit(rule_id, category, rank, conf, -1, 0, Evidence(source, 0, sanitize(text)), says))
+
+    for x in inp.xids:
+        sev = str(x.get("severity", "")).lower()
+        resp = str(x.get("responsibility", "")).lower()
+        code = x.get("xid")
+        line = str(x.get("line") or f"XID {code} {x.get('name', '')}")
+        if resp == "application":
+            # Application XIDs (13, 31, 43, 45) are the job's own faults: they
+            # explain a CUDA error, and never make it a hardware failure (rule 4).
+            add("node.xid.application", "cuda_runtime", 69, 0.75, "xid", line, _xid_says(x, hardware=False))
+        elif sev == "fail":
+            add("node.xid.hardware", "gpu_hardware", 100, 0.97, "xid", line, _xid_says(x, hardware=True))
+        elif sev == "warn":
+            add("node.xid.warn", "gpu_hardware", 60, 0.5, "xid", line, _xid_says(x, hardware=True))
+    for d in inp.dcgm_failures:
+        text = f"GPU {d.get('gpu_index', '?')}: {d.get('test', '')}: {d.get('message', '')}".strip()
+        add("node.dcgm", "gpu_hardware", 99, 0.93, "dcgm", text,
+            f"DCGM found GPU {d.get('gpu_index', '?')} faulty ({d.get('test', 'diagnostic')})")
+    for p in inp.ib_problems:
+        add("node.ib", "network_fabric", 97, 0.85, "ib", str(p), f"the node's InfiniBand is unhealthy ({sanitize(str(p), 80)})")
+
+    state = _norm_state(inp.state)
+    if state not in _STATE_RULES and inp.reason:
+        state = _REASON_RULES.get(inp.reason.strip().lower().replace(" ", ""), state)
+    if state in _STATE_RULES:
+        rid, cat, rank, conf, says = _STATE_RULES[state]
+        add(rid, cat, rank, conf, "slurm", f"State={inp.state or state} Reason={inp.reason or ''}".strip(), says)
+
+    sig = inp.signal or 0
+    code = inp.exit_code
+    # A shell reports "killed by signal N" as exit code 128+N.
+    if not sig and code is not None and 128 < code < 160:
+        sig = code - 128
+    if sig in _CRASH_SIGNALS:
+        add("exit.crash_signal", "segfault_signal", 44, 0.8, "slurm", f"signal {sig} ({_CRASH_SIGNALS[sig]})",
+            f"the job died of {_CRASH_SIGNALS[sig]}")
+    elif sig == 9:
+        add("exit.sigkill", "unknown", 4, 0.3, "slurm", "signal 9 (SIGKILL)",
+            "the job was SIGKILLed (out of memory, or killed by hand)")
+    elif code in (126, 127):
+        add("exit.not_executable", "import_env", 20, 0.5, "slurm", f"exit code {code}",
+            "a command was not found or not executable")
+    if _exit_says_success(inp):
+        add("exit.success", "success", 28, 0.8, "slurm", "exit code 0", "the job exited 0")
+    return hits
+
+
+def _xid_says(x: Dict[str, Any], hardware: bool) -> str:
+    gpu = x.get("gpu_index")
+    who = f"GPU {gpu}" if gpu is not None else (f"GPU {x.get('pci_bus_id')}" if x.get("pci_bus_id") else "a GPU")
+    name = str(x.get("name") or "").strip().rstrip(".")
+    what = f"XID {x.get('xid')}" + (f": {name}" if name else "")
+    when = _hhmm(x.get("time"))
+    at = f" at {when}" if when else ""
+    if hardware:
+        return f"{who} hit {what}{at} and killed the job"
+    return f"{who} logged {what}{at}, an error in the job's own GPU code"
+
+
+def _hhmm(t: Any) -> str:
+    if t is None or t == "":
+        return ""
+    if isinstance(t, (int, float)):
+        import datetime
+
+        return datetime.datetime.fromtimestamp(float(t)).strftime("%H:%M")
+    m = re.search(r"(\d{1,2}:\d{2})(?::\d{2})?", str(t))
+    return m.group(1) if m else sanitize(str(t), 40)
+
+
+# --------------------------------------------------------------------------- judging
+
+
+def classify(inp: ClassifyInput) -> Classification:
+    """One answer for one job: category, responsibility, confidence, rule, evidence, sentence."""
+    hits: List[Hit] = []
+    for i, log in enumerate(inp.logs):
+        text_hits = scan_text(log, i)
+        _apply_text_order(text_hits)
+        hits.extend(text_hits)
+    structured = structured_hits(inp)
+    if _exit_says_success(inp):
+        # Node evidence explains a failure; it does not turn a job that exited
+        # 0 into one (an XID between two jobs' kernels hurt nobody).
+        for h in structured:
+            if h.rule_id.startswith("node.") and h.category != "cuda_runtime":
+                h.rank = 1
+    hits.extend(structured)
+    return judge(hits, inp)
+
+
+def judge(hits: Sequence[Hit], inp: ClassifyInput) -> Classification:
+    if not hits:
+        return _fallback(inp)
+    # Highest rank wins; ties go to the later text and the later line in it
+    # (the last error is the one that ended the job).
+    best = max(hits, key=lambda h: (h.rank, h.source_idx, h.pos))
+    if best.rank <= 1 and best.category not in ("success",):
+        fb = _fallback(inp)
+        if fb.category != "unknown":
+            return fb
+    cat = CATEGORIES[best.category]
+    same_rule = [h for h in hits if h.rule_id == best.rule_id and h is not best]
+    same_cat = [h for h in hits if h.category == best.category and h.rule_id != best.rule_id and h.rank > 1]
+    evidence = [best.evidence]
+    for h in (same_rule[-2:] + same_cat[-2:]):
+        if h.evidence not in evidence and len(evidence) < MAX_EVIDENCE:
+            evidence.append(h.evidence)
+    conf = best.confidence
+    if same_cat:
+        conf = min(0.99, conf + 0.05)
+    if best.category not in ("success", "unknown") and _exit_says_success(inp):
+        conf *= 0.7  # the job exited 0 although its log shows an error
+    return Classification(best.category, cat.responsibility, round(conf, 3), best.rule_id, evidence,
+                          _sentence(best, cat.verdict, inp))
+
+
+def _sentence(best: Hit, verdict: str, inp: ClassifyInput) -> str:
+    says = best.says[0].upper() + best.says[1:] if best.says else ""
+    ev = best.evidence
+    where = ""
+    if ev.line_no:
+        where = f" ({ev.source} line {ev.line_no}: \"{sanitize(ev.text, 120)}\")"
+    tail = verdict
+    if best.rule_id == "node.xid.hardware":
+        tail = "not your code; the node is being drained, resubmit the job"
+    return f"{says}{where} — {tail}."
+
+
+def _fallback(inp: ClassifyInput) -> Classification:
+    """Nothing matched: decide from the exit data, else from whether there was any log."""
+    unk = CATEGORIES["unknown"]
+    if inp.exit_code is not None or inp.signal:
+        if _exit_says_success(inp):
+            return Classification("success", CATEGORIES["success"].responsibility, 0.8, "exit.success",
+                                  [Evidence("slurm", 0, "exit code 0")], "The job exited 0 — nothing to fix.")
+        code = f"exit code {inp.exit_code}" + (f", signal {inp.signal}" if inp.signal else "")
+        return Classification("unknown", unk.responsibility, 0.3, "fallback.no_match",
+                              [Evidence("slurm", 0, code)],
+                              f"The job ended with {code} and its logs do not say why — {unk.verdict}.")
+    if any(log.text.strip() for log in inp.logs):
+        # A log with no error, no failure marker and no exit data is a job that
+        # ran to its end: the most honest low-confidence answer is success.
+        return Classification("success", CATEGORIES["success"].responsibility, 0.4, "fallback.no_error_seen", [],
+                              "No error or failure marker in the log — probably finished normally.")
+    return Classification("unknown", unk.responsibility, 0.0, "fallback.no_input", [],
+                          "No log and no exit data to classify.")

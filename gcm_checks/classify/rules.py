@@ -1,0 +1,329 @@
+"""The classifier's rules, as a table.
+
+Read it top to bottom like a precedence list: each rule names a category, a
+``rank`` (higher wins), a confidence, the literal keywords that gate it (a rule
+is only tried when one of its keywords occurs in the lower-cased text, which
+keeps one log cheap), and one regex. Ties in rank go to the line nearest the
+end of the log: the last error is the one that ended the job.
+
+Why the ranks are ordered the way they are (issue 5, "precedence is the point"):
+
+* node evidence (XID, DCGM, IB from the epilog) > everything: hardware faults
+  surface in the job as CUDA/NCCL errors, which are symptoms, not causes;
+* node failure / GPU hardware lines > scheduler termination lines > OOM >
+  network fabric > NCCL > CUDA runtime > numeric > storage > environment >
+  data > crash signal > generic exception > success markers;
+* a scheduler termination line (time limit, preemption, cancel, node failure)
+  makes every *later* match in the same text a consequence (the SIGTERM
+  traceback after ``DUE TO TIME LIMIT``) - the engine demotes those;
+* lines that are Python/framework *warnings* never match, unless the rule says
+  ``warnings_ok`` (NCCL reports real IB faults as ``NCCL WARN``).
+
+Patterns key on the stable parts of messages - exception class names, CUDA,
+NCCL and slurmstepd strings, kernel messages - never on paths, hosts or numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional, Pattern, Tuple
+
+# Where a rule may match: "any" text, only job output ("log"), or the kernel log.
+ANY, LOG, KERNEL = "any", "log", "kernel"
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    category: str
+    rank: int
+    confidence: float
+    keywords: Tuple[str, ...]  # lower-case literals; the rule runs only if one occurs
+    pattern: str
+    says: str  # first half of the human sentence
+    source: str = ANY
+    # A scheduler termination line: later matches in the same text are consequences.
+    terminal: bool = False
+    # Match even on a line that looks like a warning (``NCCL WARN``, ``[W ...]``).
+    warnings_ok: bool = False
+    # A match whose own text matches this is skipped (wrappers, benign variants).
+    exclude: Optional[str] = None
+    # If this rule id matched earlier in the same text, this match is demoted:
+    # a STEP CANCELLED line right after "srun: Terminating StepId" is srun
+    # killing the other tasks because one failed, not a user's scancel.
+    unless_after: Optional[str] = None
+    flags: int = 0
+
+    def compiled(self) -> Pattern[str]:
+        return re.compile(self.pattern, self.flags | re.MULTILINE)
+
+
+# Ranks, named so the table reads as a precedence list.
+R_NODE_FAIL = 96
+R_GPU_HW = 94
+R_SCHED = 90
+R_HOST_OOM_SLURM = 84
+R_NET = 82
+R_OOM = 80
+R_NCCL = 75
+R_GPU_HW_WEAK = 72
+R_ENV_CUDA = 72
+R_CUDA = 70
+R_NUMERIC = 66
+R_STORAGE = 62
+R_CANCEL = 58
+R_ENV = 55
+R_DATA = 50
+R_SIGNAL = 45
+R_INTERRUPT = 40
+R_EXCEPTION = 30
+R_SUCCESS = 10
+R_VAGUE = 4
+
+_HW_XIDS = "48|61|62|64|74|79|92|94|95|119|120|121|140|154"
+_APP_XIDS = "13|31|43|45"
+
+RULES: Tuple[Rule, ...] = (
+    # ---- node failure: Slurm lost the node -------------------------------------------
+    Rule("slurm.node_failure", "node_failure", R_NODE_FAIL, 0.95,
+         ("node fail",), r"DUE TO NODE FAIL(?:URE)?\b|srun: error: Node failure on\b",
+         "Slurm lost a node the job was running on", terminal=True),
+    Rule("srun.nodes_not_ready", "node_failure", R_NODE_FAIL - 4, 0.85,
+         ("are still not ready", "boot of the nodes"),
+         r"srun: error: Nodes \S+ are still not ready|Something is wrong with the boot of the nodes",
+         "the allocated nodes never came up"),
+    Rule("slurm.kill_task_failed", "node_failure", R_NODE_FAIL - 8, 0.8,
+         ("not ending with signals", "kill task failed"),
+         r"DUE TO JOB NOT ENDING WITH SIGNALS|Kill task failed",
+         "processes could not be killed (stuck in the kernel)", terminal=True),
+    # ---- GPU hardware seen from inside the job --------------------------------------
+    Rule("gpu.fallen_off_bus", "gpu_hardware", R_GPU_HW, 0.95,
+         ("fallen off the bus", "fell off the bus"), r"(?:fallen|fell) off the bus",
+         "a GPU fell off the bus"),
+    Rule("gpu.kernel_xid_hw", "gpu_hardware", R_GPU_HW, 0.9,
+         ("xid",), r"NVRM: Xid \([^)]*\):\s*(?:" + _HW_XIDS + r")\b",
+         "the driver logged a hardware XID"),
+    Rule("gpu.ecc_uncorrectable", "gpu_hardware", R_GPU_HW, 0.93,
+         ("ecc", "double bit", "dbe"),
+         r"uncorrectable ECC error|cudaErrorECCUncorrectable|ECC_UNCORRECTABLE|double bit error|\bDBE\b",
+         "the GPU hit an uncorrectable memory (ECC) error"),
+    Rule("gpu.lost", "gpu_hardware", R_GPU_HW, 0.9,
+         ("gpu is lost", "gpu_is_lost", "requires reset", "nvlink"),
+         r"GPU is lost|GPU_IS_LOST|GPU requires reset|uncorrectable NVLink error|cudaErrorNvlinkUncorrectable",
+         "a GPU stopped responding"),
+    Rule("gpu.cuda_unknown_error", "gpu_hardware", R_GPU_HW_WEAK, 0.6,
+         ("unknown error", "cudaerrorunknown"), r"CUDA error: unknown error|cudaErrorUnknown",
+         "CUDA reported 'unknown error', which is what a GPU dropping out looks like from the job"),
+    Rule("gpu.row_remap", "gpu_hardware", R_NUMERIC - 6, 0.5,
+         ("row remap",), r"Row Remapper|row remapping (?:failure|pending)",
+         "the GPU needs a reset to remap failing memory rows"),
+    # ---- scheduler: time limit, preemption -------------------------------------------
+    Rule("slurm.time_limit", "timeout_walltime", R_SCHED, 0.97,
+         ("time limit", "timelimit"), r"DUE TO TIME ?LIMIT|\bexceeded (?:its )?time ?limit\b",
+         "Slurm stopped the job at its time limit", terminal=True, warnings_ok=True),
+    Rule("submitit.timed_out", "timeout_walltime", R_SCHED, 0.85,
+         ("timed out", "timed-out"), r"this job is timed-out|\bJob has timed out\b",
+         "the job ran out of wall time", terminal=True, warnings_ok=True),
+    Rule("slurm.preemption", "preempted", R_SCHED, 0.97,
+         ("preempt",), r"DUE TO PREEMPTION|this job is preempted|\bjob (?:was |has been )?preempted\b",
+         "the scheduler preempted the job", terminal=True, warnings_ok=True, flags=re.IGNORECASE),
+    Rule("tpu.lame_workers", "preempted", R_SCHED - 5, 0.6,
+         ("lame workers",), r"lame workers found",
+         "the accelerator workers were taken away (preempted) mid-run"),
+    # ---- host memory ---------------------------------------------------------------
+    Rule("slurm.oom_kill", "host_oom", R_HOST_OOM_SLURM, 0.95,
+         ("oom", "memory limit", "out of memory"),
+         r"Detected \d+ oom[-_]kill event|oom[-_]kill event\(s\)|Exceeded (?:job|step) memory limit"
+         r"|task \d+: Out Of Memory|cgroup out-of-memory handler",
+         "Slurm's cgroup killed the job for using more memory than requested"),
+    Rule("kernel.oom_killer", "host_oom", R_HOST_OOM_SLURM, 0.9,
+         ("out of memory", "oom-kill", "oom_reaper"),
+         r"Out of memory: Kill(?:ed)? process|Memory cgroup out of memory|\boom-kill:|invoked oom-killer",
+         "the kernel's OOM killer killed a process"),
+    Rule("host.worker_killed", "host_oom", R_OOM - 2, 0.8,
+         ("killed by signal: killed",), r"killed by signal: Killed",
+         "a worker process was SIGKILLed, which is what the OOM killer does"),
+    Rule("host.alloc_failed", "host_oom", R_OOM - 2, 0.85,
+         ("allocate memory", "bad_alloc", "memoryerror", "java heap space", "unable to allocate"),
+         r"can't allocate memory|Cannot allocate memory|\bstd::bad_alloc\b|(?<![A-Za-z.])MemoryError\b"
+         r"|java\.lang\.OutOfMemoryError|Unable to allocate [\d.]+ [KMGTP]i?B for an array",
+         "host memory allocation failed"),
+    # ---- network fabric (IB/RoCE/EFA) ------------------------------------------------
+    Rule("ib.async_event", "network_fabric", R_NET, 0.88,
+         ("got async event",),
+         r"NET/IB\s*:\s*Got async event\s*:\s*(?!.*\b(?:GID table change|client reregistration|LID change|SM change|port active)\b)",
+         "the InfiniBand adapter reported a port/adapter error", warnings_ok=True, flags=re.IGNORECASE),
+    Rule("ib.completion_error", "network_fabric", R_NET, 0.85,
+         ("got completion",), r"NET/IB\s*:\s*Got completion (?:from peer \S+ )?with (?:error|status=)\s*\d+",
+         "InfiniBand transfers failed between nodes", warnings_ok=True),
+    Rule("ib.retry_exceeded", "network_fabric", R_NET, 0.85,
+         ("retry", "catastrophic", "ibv_poll_cq"),
+         r"IBV_WC_RETRY_EXC_ERR|transport retry count(?:er)? exceeded|local catastrophic error|ibv_poll_cq error",
+         "InfiniBand transfers failed between nodes", warnings_ok=True, flags=re.IGNORECASE),
+    Rule("efa.error", "network_fabric", R_NET - 4, 0.65,
+         ("net/ofi",), r"NET/OFI.*\b(?:error|failed)\b",
+         "the EFA/libfabric network reported an error", warnings_ok=True, flags=re.IGNORECASE),
+    # ---- GPU memory ------------------------------------------------------------------
+    Rule("cuda.oom", "gpu_oom", R_OOM, 0.95,
+         ("out of memory", "outofmemoryerror", "alloc_failed", "memoryallocation", "oom when allocating",
+          "resource_exhausted"),
+         r"CUDA out of memory|torch(?:\.cuda)?\.OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation"
+         r"|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|HIP out of memory|OOM when allocating tensor"
+         r"|RESOURCE_EXHAUSTED: Out of memory|Cuda failure 'out of memory'|out of memory on device",
+         "the job ran out of GPU memory"),
+    # ---- NCCL / torch.distributed ----------------------------------------------------
+    Rule("nccl.watchdog_timeout", "nccl_comm", R_NCCL, 0.85,
+         ("collective operation timeout", "watchdog"),
+         r"Watchdog caught collective operation timeout|collective operation timeout"
+         r"|NCCL watchdog thread terminated with exception: (?!CUDA error)",
+         "a NCCL collective hung until the watchdog timed it out"),
+    Rule("nccl.error", "nccl_comm", R_NCCL, 0.85,
+         ("nccl", "distbackenderror", "distnetworkerror"),
+         r"NCCL error\b|\bnccl(?:Internal|System|UnhandledCuda|Remote)Error\b|DistBackendError|DistNetworkError"
+         r"|Some NCCL operations have failed or timed out|NCCL communicator was aborted",
+         "NCCL (GPU-to-GPU communication) failed"),
+    Rule("nccl.socket", "nccl_comm", R_NCCL - 1, 0.8,
+         ("nccl warn",),
+         r"NCCL WARN\b.*(?:Connection (?:reset|refused|closed)|Connect to .* failed|socket\w*: .*failed"
+         r"|Call to \w+ failed|Broken pipe|timed out|Net : Connection closed)",
+         "NCCL lost a connection between ranks", warnings_ok=True),
+    Rule("dist.store", "nccl_comm", R_NCCL - 5, 0.7,
+         ("rendezvous", "diststoreerror", "tcpstore"),
+         r"Rendezvous\w*(?:Timeout|Connection|Closed)Error|DistStoreError|TCPStore\b.*(?:timed out|failed|reset)",
+         "the ranks could not reach each other's rendezvous store"),
+    # ---- environment problems that surface as CUDA errors ---------------------------
+    Rule("env.cuda_mismatch", "import_env", R_ENV_CUDA, 0.85,
+         ("no kernel image", "driver version is insufficient", "driver on your system is too old"),
+         r"no kernel image is available for execution|CUDA driver version is insufficient"
+         r"|NVIDIA driver on your system is too old",
+         "the CUDA build does not match this GPU or driver"),
+    # ---- CUDA runtime errors raised by the job --------------------------------------
+    Rule("cuda.device_assert", "cuda_runtime", R_CUDA, 0.9,
+         ("device-side assert", "cudaerrorassert", ".cu:"),
+         r"device-side assert(?:ion)? triggered|cudaErrorAssert|\.cu:\d+: .*Assertion .* failed",
+         "a CUDA kernel assertion failed (often an out-of-range index or label)"),
+    Rule("cuda.illegal_access", "cuda_runtime", R_CUDA, 0.85,
+         ("illegal memory access", "illegal instruction was", "misaligned address", "unspecified launch failure",
+          "cudaerrorillegal", "cudaerrorlaunchfailure"),
+         r"illegal memory access|an illegal instruction was encountered|misaligned address"
+         r"|unspecified launch failure|cudaErrorIllegal\w+|cudaErrorLaunchFailure",
+         "a CUDA kernel accessed memory it should not"),
+    Rule("cuda.error", "cuda_runtime", R_CUDA - 1, 0.75,
+         ("cuda error", "cudaerror", "cublas_status", "cudnn_status", "cuda_error_", "cuda kernel errors"),
+         r"CUDA error(?::| \d)|\bcudaError\w+|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|CUDA_ERROR_\w+"
+         r"|CUDA kernel errors might be asynchronously reported|c10::CUDAError",
+         "CUDA returned an error",
+         exclude=r"CUDA_ERROR_OUT_OF_MEMORY|STATUS_SUCCESS|cudaSuccess"),
+    Rule("kernel.xid_app", "cuda_runtime", R_CUDA - 5, 0.6,
+         ("xid",), r"NVRM: Xid \([^)]*\):\s*(?:" + _APP_XIDS + r")\b",
+         "the driver logged an application XID (the job's kernel faulted)"),
+    # ---- numeric divergence ----------------------------------------------------------
+    Rule("train.loss_nan", "numeric_divergence", R_NUMERIC, 0.85,
+         ("nan", "inf", "non-finite", "floatingpointerror", "loss scale"),
+         r"(?i:\b(?:loss|grad[ _]?norm|total[ _]norm)['\"]?\s*[:=]\s*[+-]?(?:nan|inf)\b)"
+         r"|(?i:\bloss (?:is|became|became infinite or) (?:nan|inf)\b)|FloatingPointError"
+         r"|NaN or Inf found in input tensor|(?i:\bnon-finite (?:loss|gradients?|values?)\b)"
+         r"|is non-finite|returned nan values|Detected (?:NaN|nan|Inf|inf)\b"
+         r"|(?i:cannot decrease (?:loss )?scale anymore|minimum loss scale reached)",
+         "the loss or gradients became NaN/Inf"),
+    # ---- storage ---------------------------------------------------------------------
+    Rule("io.errno", "storage_io", R_STORAGE, 0.85,
+         ("input/output error", "errno", "quota", "no space left", "stale", "read-only file system",
+          "transport endpoint", "remote i/o", "pytorchstreamwriter", "unexpected pos"),
+         r"Input/output error|\[Errno (?:5|28|30|107|116|121|122)\]|Disk quota exceeded|No space left on device"
+         r"|Stale (?:NFS )?file handle|Read-only file system|Transport endpoint is not connected|Remote I/O error"
+         r"|PytorchStreamWriter failed writing file|unexpected pos \d+ vs \d+",
+         "a filesystem operation failed"),
+    # ---- cancel ---------------------------------------------------------------------
+    Rule("srun.terminating", "unknown", R_VAGUE, 0.3,
+         ("terminating",), r"srun: Terminating (?:StepId=|job step )\S+",
+         "srun stopped the step because a task failed"),
+    Rule("slurm.cancelled", "cancelled_user", R_CANCEL, 0.85,
+         ("cancelled at",), r"\*\*\*\s*(?:JOB|STEP)\b[^*\n]*?\bCANCELLED AT\b(?![^*\n]*\bDUE TO\b)[^*\n]*\*\*\*",
+         "the job was cancelled (scancel)", terminal=True, unless_after="srun.terminating"),
+    Rule("srun.interrupt", "cancelled_user", R_CANCEL, 0.75,
+         ("srun: interrupt", "sending ctrl-c"), r"srun: interrupt \(one more within|srun: sending Ctrl-C to",
+         "the job was interrupted with Ctrl-C", terminal=True),
+    # ---- software environment --------------------------------------------------------
+    Rule("py.import_error", "import_env", R_ENV, 0.9,
+         ("modulenotfounderror", "no module named", "importerror", "undefined symbol", "shared object file",
+          "loading shared libraries", "glibc", "command not found", "execve", "distributionnotfound",
+          "versionconflict", "dll load failed", "could not load library"),
+         r"ModuleNotFoundError|No module named|ImportError|undefined symbol|cannot open shared object file"
+         r"|error while loading shared libraries|GLIBC(?:XX)?_[\d.]+'? not found|: command not found"
+         r"|execve\(\): .*No such file or directory|DistributionNotFound|VersionConflict|DLL load failed"
+         r"|Could not load library",
+         "the software environment is broken (a module or library is missing or incompatible)"),
+    # ---- input data ------------------------------------------------------------------
+    Rule("data.bad_input", "data_input", R_DATA, 0.8,
+         ("unidentifiedimageerror", "decompressionbomb", "image file is truncated", "arrowinvalid",
+          "arrowtypeerror", "jsondecodeerror", "json parse error", "datasetgenerationerror",
+          "datasetnotfounderror", "emptydataerror", "error tokenizing data", "unicodedecodeerror",
+          "couldn't find a dataset", "unpicklingerror", "ran out of input", "badzipfile",
+          "failed finding central directory", "failed reading zip archive", "invalid load key"),
+         r"UnidentifiedImageError|DecompressionBombError|Image file is truncated|ArrowInvalid|ArrowTypeError"
+         r"|JSONDecodeError|JSON parse error|DatasetGenerationError|DatasetNotFoundError|EmptyDataError"
+         r"|Error tokenizing data|UnicodeDecodeError|Couldn't find a dataset|UnpicklingError"
+         r"|EOFError: Ran out of input|BadZipFile|failed finding central directory|failed reading zip archive"
+         r"|invalid load key",
+         "an input file is malformed or unreadable"),
+    Rule("data.missing", "data_input", R_DATA - 2, 0.7,
+         ("filenotfounderror", "errno 2", "not found", "does not exist", "doesn't exist"),
+         r"FileNotFoundError|\[Errno 2\] No such file or directory"
+         r"|(?:Error|Exception): [^\n]*\b(?:[Ff]ile|[Dd]ataset|[Dd]ata|[Pp]ath|[Dd]irectory)\b[^\n]*"
+         r"\b(?:not found|does not exist|doesn't exist)",
+         "an input file or dataset is missing"),
+    Rule("data.loader_worker", "data_input", R_DATA - 5, 0.55,
+         ("in dataloader worker",), r"Caught \w+ in DataLoader worker process",
+         "loading a data sample raised an error"),
+    # ---- fatal signals ---------------------------------------------------------------
+    Rule("sig.bus_error_shm", "segfault_signal", R_SIGNAL + 2, 0.85,
+         ("bus error", "shared memory"), r"killed by signal: Bus error|insufficient shared memory|Unexpected bus error",
+         "a process died with SIGBUS (usually /dev/shm too small)"),
+    Rule("sig.fatal", "segfault_signal", R_SIGNAL, 0.85,
+         ("segmentation fault", "sigsegv", "fatal python error", "bus error", "sigbus", "core dumped",
+          "sigabrt", "sigill", "illegal instruction", "floating point exception", "double free",
+          "free():", "malloc():", "stack smashing", "exitcode", "terminate called", "signal 11"),
+         r"Segmentation fault|SIGSEGV|Fatal Python error|Bus error|SIGBUS|\(core dumped\)|SIGABRT|SIGILL"
+         r"|Illegal instruction|Floating point exception|double free or corruption|free\(\): invalid"
+         r"|malloc\(\): |stack smashing detected|exitcode\s*:\s*-(?:11|7|6|4|8)\b|signal 11\b"
+         r"|terminate called after throwing an instance of",
+         "a process crashed with a fatal signal"),
+    # ---- interrupts ------------------------------------------------------------------
+    Rule("py.keyboard_interrupt", "cancelled_user", R_INTERRUPT, 0.6,
+         ("keyboardinterrupt",), r"\bKeyboardInterrupt\b",
+         "the job was interrupted (SIGINT / Ctrl-C)"),
+    # ---- generic exceptions ----------------------------------------------------------
+    Rule("py.exception", "software_exception", R_EXCEPTION, 0.7,
+         ("error", "exception"),
+         r"(?<!raise )(?<![\w.])(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?=:\s|:?$)",
+         "the job raised an unhandled exception",
+         exclude=r"ChildFailedError|ProcessRaisedException|ProcessExitedException|CalledProcessError"
+                 r"|SystemExit|BrokenPipeError|Warning|^Error$|^Exception$|^\w*Error\w*Error$"),
+    Rule("c.assertion", "software_exception", R_EXCEPTION - 1, 0.6,
+         ("assertion",), r"Assertion [`'].*[`'] failed",
+         "an assertion in compiled code failed"),
+    # ---- vague failure markers: "it failed" without a cause -------------------------
+    Rule("vague.failed", "unknown", R_VAGUE, 0.3,
+         ("childfailederror", "exitcode", "exited with", "task", "sigkill", "killed"),
+         r"ChildFailedError|failed \(exitcode: -?\d+\)|exited with (?:exit )?code [1-9]"
+         r"|srun: error: \S+: tasks? [\d,-]+: (?:Exited with exit code|Killed|Terminated)"
+         r"|terminated with signal SIGKILL|^Killed$",
+         "a process failed but the log does not say why"),
+    # ---- success markers -------------------------------------------------------------
+    Rule("train.finished", "success", R_SUCCESS, 0.7,
+         ("train metrics", "train_runtime", "stopped:", "training completed", "training complete",
+          "finished training", "training finished", "(success)", "model weights saved", "training done"),
+         r"\*+ train metrics \*+|'train_runtime'|\btrain_runtime\s*=|`Trainer\.fit` stopped: "
+         r"|(?i:\btraining (?:is )?(?:completed|complete|finished|done)\b)|(?i:\bfinished training\b)"
+         r"|wandb: Waiting for W&B process to finish\.\.\. \(success\)|Model weights saved in",
+         "the training finished normally"),
+)
+
+# A line that is a warning, not an error: "UserWarning: ...", "[W1123 ...", "WARNING: ...".
+WARNING_LINE = re.compile(r"\b[A-Z][A-Za-z]*Warning\b|\[W(?:\d{4}\s|\s)|\bWARNING\b|\bWARN\b|\bwarn(?:ing)?:")
+
+RULES_BY_ID = {r.id: r for r in RULES}
+if len(RULES_BY_ID) != len(RULES):  # pragma: no cover - a table typo
+    raise ValueError("duplicate rule id in RULES")
