@@ -68,6 +68,23 @@ SCHEMA: Dict[str, Any] = {
         "timeout_s": Key("float", 5.0, "Deadline for each scontrol call.", minimum=0.1),
         "resume_on_pass": Key("bool", True, "Health mode resumes a node drained by gcm once the same checks pass."),
     },
+    # InfiniBand checks over sysfs (gcm_checks.checks.ib).
+    "infiniband": {
+        "sysfs_root": Key("str", "/", "Prefix under which sys/class/infiniband is read ('/' in production; a tree for tests)."),
+        "expected": Key("list", [], "Ports that must be up: [mlx5_0 | {device, ports: [1], rate_gbps, link_layer}]."),
+        "expected_hcas": Key("list", [], "Shorthand: HCA names whose port 1 must be up, judged with min_rate_gbps and link_layer."),
+        "min_rate_gbps": Key("float", None, "Lowest acceptable rate (Gb/s) for expected ports without their own rate_gbps; null = not checked.", nullable=True, minimum=0),
+        "link_layer": Key("str", "InfiniBand", "Link layer of expected ports without their own link_layer.", choices=("InfiniBand", "Ethernet")),
+        "unlisted_ports": Key("str", "fail", "Status for present InfiniBand ports not in expected that are not ACTIVE/LinkUp.", choices=("fail", "warn", "ignore")),
+        "error_counters_warn": Key("any", None, "Error counters whose growth between runs warns: a list, or {counter: min growth}; null = built-in set.", nullable=True),
+    },
+    # DCGM diagnostics (gcm_checks.dcgm, gcm_checks.checks.dcgm).
+    "dcgm": {
+        "level": Key("int", 1, "dcgmi diag run level in the epilog (the runner raises it to 2 after hardware suspicion).", choices=(1, 2, 3, 4)),
+        "timeout_s": Key("float", None, "Deadline for one dcgmi diag run; null = per level (120/300/2700/9000 s). Capped by the run budget.", nullable=True, minimum=1),
+        "dcgmi": Key("str", None, "Path to dcgmi; null = search standard locations (a prolog/epilog has no PATH).", nullable=True),
+        "use_pydcgm": Key("bool", False, "Reserved: a pydcgm backend is not implemented yet; dcgmi is always used."),
+    },
     # Job reports and notifications (gcm_checks.report / gcm_checks.notify, docs/reports.md).
     "report": {
         "spool_dir": Key("str", "/var/spool/gcm-checks/contrib", "Where each node's epilog leaves its evidence; a cluster filesystem for multi-node jobs."),

@@ -11,6 +11,8 @@ import importlib
 
 MODULES = (
     "gcm_checks.checks.gpu",
+    "gcm_checks.checks.ib",
+    "gcm_checks.checks.dcgm",
 )
 
 _loaded = False
