@@ -1,0 +1,218 @@
+"""Parse NVRM XID lines: pure functions over text, no I/O.
+
+Formats seen in the wild (../shared/corpus/formats/xid_lines.txt):
+
+    NVRM: Xid (PCI:0000:3b:00): 79, pid=..., GPU has fallen off the bus.
+    NVRM: Xid (0000:01:00): 16, Head 00000000 Count 00000000      (older: no "PCI:")
+    NVRM: Xid (PCI:0000:01:00): 144, SAW_MVB Nonfatal XC0 i0 Link 0 (0x00000001 0x00000008 ...)
+    NVRM: Xid (PCI:0000:3b:00): 154, GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)
+    NVRM: Xid (PCI:0000:00:08): 94, ..., Contained: SM (0x1). RST: No, D-RST: No
+
+A message can continue on following ``NVRM:`` lines (XID 79 is followed by
+"GPU has fallen off the bus" / "GPU at PCI:..." lines, long 48 lines are
+split by printk); ``group`` attaches them to the XID they belong to.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+
+from gcm_checks.kernel_log import KernelLine
+
+MAX_LINE = 512  # event text kept per event: enough for any real XID, bounded for reasons and HTML
+_MAX_CONTINUATION = 4
+
+# The bus id in the parentheses: "PCI:0000:3b:00", "0000:01:00", "0019:01:00",
+# sometimes with a function ".0". Domain 4 or 8 hex digits.
+_RE_XID = re.compile(
+    r"NVRM: Xid \((?:PCI:)?(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\)\s*:\s*(?P<xid>\d+)\s*,?\s?(?P<rest>.*)"
+)
+# Anything else that still names an Xid number ("NVRM: Xid: 79, ...", "NVRM: Xid (GPU-uuid): 79, ...").
+_RE_XID_LOOSE = re.compile(r"NVRM: Xid\b[^:]*:\s*(?P<xid>\d+)\b\s*,?\s?(?P<rest>.*)")
+_RE_PID = re.compile(r"\bpid=(?:'<unknown>'|(?P<pid>\d+))")
+_RE_NAME = re.compile(r"\bname=(?P<name><unknown>|[^,\s]+)")
+# NVLink5 (144-150): "<sub> <Fatal|Nonfatal|Link Fatal> XC<n> i<n> Link <n> (<intrInfo> <errorStatus> ...)"
+_RE_NVLINK5 = re.compile(
+    r"(?P<sub>[A-Z][A-Z0-9_/]*)\s+(?P<sev>Nonfatal|Non-fatal|Link\s+Fatal|Fatal)\s+XC(?P<xc>\d+)\s+i(?P<inj>\d+)"
+    r"\s+Link\s+(?P<link>-?\d+)\s*\((?P<regs>[^)]*)\)",
+    re.IGNORECASE,
+)
+_RE_RECOVERY = re.compile(r"\bto\s+0x[0-9A-Fa-f]+\s*\((?P<action>[^)]+)\)")
+_RE_RECOVERY_WORDS = re.compile(
+    r"(Node Reboot Required|Reboot the system|GPU Reset Required|Drain and Reset|Drain P2P)", re.IGNORECASE
+)
+_RE_RST = re.compile(r"\bRST:\s*(?P<rst>Yes|No)\b(?:.*?\bD-RST:\s*(?P<drst>Yes|No)\b)?", re.IGNORECASE)
+_NONPRINT = re.compile(r"[^\x20-\x7e]")
+
+
+@dataclass(frozen=True)
+class ParsedXid:
+    xid: int
+    bus_raw: Optional[str]  # as printed: "0000:3b:00"
+    message: str  # text after "NN, "
+    pid: Optional[int] = None
+    process: Optional[str] = None
+    decoded: Tuple[Tuple[str, object], ...] = ()  # for catalog.assess, hashable
+
+    @property
+    def pci_bus_id(self) -> Optional[str]:
+        return normalise_bus_id(self.bus_raw) if self.bus_raw else None
+
+    def decoded_dict(self) -> Dict[str, object]:
+        return dict(self.decoded)
+
+
+def normalise_bus_id(raw: Optional[str]) -> Optional[str]:
+    """Any PCI bus id spelling to NVML's: ``00000000:3B:00.0``.
+
+    ``0000:3b:00`` (the XID line), ``PCI:0000:3b:00``, ``00000000:3B:00.0``
+    (NVML), ``0000:3b:00.0`` (sysfs) and ``3b:00.0`` (lspci) all name the same
+    device; the function defaults to 0 because XID lines omit it.
+    """
+    if not raw:
+        return None
+    s = raw.strip()
+    if s[:4].upper() == "PCI:":
+        s = s[4:]
+    func = "0"
+    if "." in s:
+        s, func = s.rsplit(".", 1)
+    parts = s.split(":")
+    if len(parts) == 2:
+        parts = ["0"] + parts
+    if len(parts) != 3:
+        return None
+    dom, bus, dev = parts
+    try:
+        return f"{int(dom, 16):08X}:{int(bus, 16):02X}:{int(dev, 16):02X}.{int(func, 16):X}"
+    except ValueError:
+        return None
+
+
+def sanitise(text: str, limit: int = MAX_LINE) -> str:
+    """Printable ASCII only, bounded: the text lands in drain reasons, shells and HTML (rule 5)."""
+    clean = _NONPRINT.sub("?", text.replace("\t", " ")).strip()
+    if len(clean) > limit:
+        clean = clean[: limit - 3] + "..."
+    return clean
+
+
+def parse_xid(line: str) -> Optional[ParsedXid]:
+    """The XID in one kernel line, or None if the line holds no XID."""
+    m = _RE_XID.search(line)
+    bus: Optional[str]
+    if m:
+        bus = m.group("bus")
+    else:
+        m = _RE_XID_LOOSE.search(line)
+        if not m:
+            return None
+        bus = None
+    xid = int(m.group("xid"))
+    rest = m.group("rest").strip()
+    pm = _RE_PID.search(rest)
+    nm = _RE_NAME.search(rest)
+    pid = int(pm.group("pid")) if pm and pm.group("pid") else None
+    name = nm.group("name") if nm and nm.group("name") != "<unknown>" else None
+    return ParsedXid(xid, bus, rest, pid, name, tuple(sorted(decode(xid, rest).items())))
+
+
+def decode(xid: int, message: str) -> Dict[str, object]:
+    """Message details that change the judgement (see catalog.assess)."""
+    out: Dict[str, object] = {}
+    if 144 <= xid <= 150:
+        m = _RE_NVLINK5.search(message)
+        if m:
+            sev = m.group("sev").lower()
+            regs = m.group("regs").split()
+            out["nvlink_subcode"] = m.group("sub")
+            out["nvlink_fatal"] = "fatal" in sev and not sev.startswith("non")
+            out["nvlink_link_fatal"] = sev.startswith("link")
+            out["nvlink_cross_contain"] = m.group("xc") != "0"
+            out["nvlink_injected"] = m.group("inj") != "0"
+            out["nvlink_link"] = int(m.group("link"))
+            if regs:
+                out["nvlink_intr_info"] = regs[0]
+            if len(regs) > 1:
+                out["nvlink_error_status"] = regs[1]
+    elif xid == 154:
+        m = _RE_RECOVERY.search(message)
+        if m:
+            out["recovery_action"] = m.group("action").strip()
+        else:
+            w = _RE_RECOVERY_WORDS.search(message)
+            if w:
+                out["recovery_action"] = w.group(1)
+    elif xid in (94, 95):
+        m = _RE_RST.search(message)
+        if m:
+            out["reset_required"] = m.group("rst").lower() == "yes"
+            if m.group("drst"):
+                out["drain_reset_required"] = m.group("drst").lower() == "yes"
+    return out
+
+
+def _is_continuation(first: KernelLine, nxt: KernelLine) -> bool:
+    # Same message = logged within the same second by the driver, an NVRM
+    # line that is not itself an XID.
+    if "Xid" in nxt.text or "NVRM" not in nxt.text:
+        return False
+    if first.ts is None or nxt.ts is None:
+        return first.ts is None and nxt.ts is None
+    return abs(nxt.ts - first.ts) <= 1.0
+
+
+def _message_part(line: str) -> str:
+    i = line.find("NVRM:")
+    return line[i + 5:].strip() if i >= 0 else line.strip()
+
+
+@dataclass(frozen=True)
+class XidLine:
+    """One XID occurrence: its first kernel line, the parse, continuation text."""
+
+    line: KernelLine
+    parsed: ParsedXid
+    continuation: Tuple[str, ...] = ()
+
+    @property
+    def full_text(self) -> str:
+        if not self.continuation:
+            return self.line.text
+        return self.line.text + " | " + " | ".join(self.continuation)
+
+
+def group(lines: Iterable[KernelLine]) -> Iterator[XidLine]:
+    """XID occurrences with their continuation lines, in log order, streaming.
+
+    Holds at most one pending occurrence: memory stays constant.
+    """
+    pending: Optional[XidLine] = None
+    cont: List[str] = []
+    for kl in lines:
+        if pending is not None and len(cont) < _MAX_CONTINUATION and _is_continuation(pending.line, kl):
+            cont.append(_message_part(kl.text))
+            continue
+        if pending is not None:
+            yield _finish(pending, cont)
+            pending, cont = None, []
+        p = parse_xid(kl.text)
+        if p is not None:
+            pending = XidLine(kl, p)
+    if pending is not None:
+        yield _finish(pending, cont)
+
+
+def _finish(x: XidLine, cont: List[str]) -> XidLine:
+    if not cont:
+        return x
+    p = x.parsed
+    # A continuation can carry the part that decides (XID 154's action, 94's RST).
+    extra = decode(p.xid, p.message + " " + " ".join(cont))
+    merged = dict(p.decoded)
+    for k, v in extra.items():
+        merged.setdefault(k, v)
+    p2 = ParsedXid(p.xid, p.bus_raw, p.message, p.pid, p.process, tuple(sorted(merged.items())))
+    return XidLine(x.line, p2, tuple(cont))
