@@ -351,3 +351,24 @@ def test_ib_port_down_scenario_through_the_runner_context(tmp_path):
     finally:
         ctx.close()
     assert _bad(results) == [("ib.port.phys_state", "mlx5_3 port 1"), ("ib.port.state", "mlx5_3 port 1")]
+
+
+@pytest.mark.parametrize(
+    "settings,expected",
+    [
+        ({"infiniband.expected_hcas": ["mlx5_0"]}, [ibchecks.ExpectedPort("mlx5_0", 1, None, "InfiniBand")]),
+        ({"infiniband.expected_hcas": ["mlx5_0"], "infiniband.min_rate_gbps": 200, "infiniband.link_layer": "Ethernet"},
+         [ibchecks.ExpectedPort("mlx5_0", 1, 200.0, "Ethernet")]),
+        ({"infiniband.expected": [{"device": "mlx5_1", "ports": [1, 2], "rate_gbps": 400}]},
+         [ibchecks.ExpectedPort("mlx5_1", 1, 400.0, "InfiniBand"), ibchecks.ExpectedPort("mlx5_1", 2, 400.0, "InfiniBand")]),
+        ({"infiniband.expected": [{"device": "mlx5_1", "port": 2}], "infiniband.expected_hcas": ["mlx5_0"]},
+         [ibchecks.ExpectedPort("mlx5_0", 1, None, "InfiniBand"), ibchecks.ExpectedPort("mlx5_1", 2, None, "InfiniBand")]),
+    ],
+)
+def test_expected_ports_table(settings, expected):
+    assert ibchecks.expected_ports(_Settings(settings)) == expected
+
+
+def test_malformed_expectation_is_an_error_not_a_silent_pass():
+    with pytest.raises(ValueError, match="infiniband.expected"):
+        ibchecks.expected_ports(_Settings({"infiniband.expected": [{"ports": [1]}]}))

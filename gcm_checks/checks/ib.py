@@ -146,6 +146,10 @@ def expected_ports(settings: Any) -> List[ExpectedPort]:
             add(item, [1], None, None)
         elif isinstance(item, Mapping) and item.get("device"):
             add(str(item["device"]), item.get("ports", item.get("port", [1])), item.get("rate_gbps"), item.get("link_layer"))
+        else:
+            # The runner turns this into "unknown" with this text: a config
+            # mistake must not pass silently, nor drain.
+            raise ValueError(f"infiniband.expected: {item!r} is neither a device name nor {{device, ports, rate_gbps, link_layer}}")
     return sorted(out.values(), key=lambda e: (e.device, e.port))
 
 
@@ -228,9 +232,9 @@ _STATE_HINTS = {
 }
 
 _PHYS_HINTS = {
-    "Polling": "no link partner: cable unplugged or switch port down; check cable and switch",
+    "Polling": "no link partner (cable unplugged or switch port down); check cable and switch",
     "Disabled": "port administratively disabled (ibportstate / switch); re-enable it",
-    "Sleep": "port asleep: no cable or transceiver detected; check cable/transceiver",
+    "Sleep": "port asleep (no cable or transceiver detected); check cable and transceiver",
     "PortConfigurationTraining": "link training did not finish; reseat or replace the cable",
     "LinkErrorRecovery": "link keeps recovering from errors; reseat or replace the cable",
     "Phy Test": "port in physical test mode",
@@ -324,7 +328,7 @@ def check_port_rate(facts: IbFacts, settings: Any) -> List[CheckResult]:
                 )
             )
     if not results:
-        results.append(passed(cid, f"{judged} ports at expected rate" if judged else "no expected rate configured"))
+        results.append(passed(cid, f"{judged} ports at expected rate" if judged else "no expected rate configured (infiniband.min_rate_gbps)"))
     return results
 
 
@@ -355,7 +359,7 @@ def check_port_link_layer(facts: IbFacts, settings: Any) -> List[CheckResult]:
                 )
             )
     if not results:
-        results.append(passed(cid, f"{judged} ports on the expected link layer"))
+        results.append(passed(cid, f"{judged} ports on the expected link layer" if judged else "no ports listed in infiniband.expected"))
     return results
 
 
