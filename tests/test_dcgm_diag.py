@@ -331,3 +331,15 @@ def test_report_evidence_is_json_serialisable():
     d = json.loads(json.dumps(report.to_dict()))
     assert d["ok"] is True and d["version"] == "4.1.1"
     assert {e["entity_id"] for e in d["entries"] if e["status"] == "fail"} == {1, 7}
+
+
+@pytest.mark.parametrize("layout", [3, 4])
+@pytest.mark.parametrize("fail,warn", [({1: "GPU 1 bad", 7: "GPU 7 bad"}, {}), ({}, {3: "GPU 3 hot"}), ({}, {})])
+def test_public_document_builder_round_trips(layout, fail, warn):
+    from gcm_checks.testing import dcgm_diag_json
+
+    _, results = _judge(dcgm_diag_json(8, fail, warn, layout=layout, error_id=42))
+    assert sorted(r.subject for r in results if r.status is Status.FAIL) == [f"GPU {g}" for g in sorted(fail)]
+    assert sorted(r.subject for r in results if r.status is Status.WARN) == [f"GPU {g}" for g in sorted(warn)]
+    if not fail and not warn:
+        assert [r.status for r in results] == [Status.PASS]

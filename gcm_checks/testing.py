@@ -1,0 +1,63 @@
+"""Public fakes for tests (ours and yours), in the spirit of structlog.testing.
+
+Nothing here is imported by production code.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Dict, Mapping, Optional
+
+
+# --------------------------------------------------------------------------
+# DCGM
+
+
+def dcgm_diag_json(
+    gpus: int = 8,
+    fail: Optional[Mapping[int, str]] = None,
+    warn: Optional[Mapping[int, str]] = None,
+    *,
+    test: str = "memory",
+    layout: int = 4,
+    error_id: int = 0,
+) -> str:
+    """A ``dcgmi diag -j`` document: every GPU passes ``software`` and
+    ``test``, except those in ``fail``/``warn`` (GPU index -> DCGM's text).
+
+    ``layout=4`` follows NVIDIA's published DCGM 4.x schema (``DCGM
+    Diagnostic``, ``entity_id``); ``layout=3`` the 2.x/3.x one (``DCGM GPU
+    Diagnostic``, ``gpu_ids``, upper-case statuses). Use it as a simulated
+    scenario's ``dcgm_diag`` or as a fake dcgmi's stdout.
+    """
+    fail, warn = dict(fail or {}), dict(warn or {})
+
+    def result(g: int, status: str, text: Optional[str]) -> Dict:
+        r: Dict = {"entity_group": "GPU", "entity_group_id": 1, "entity_id": g} if layout >= 4 else {"gpu_ids": g}
+        r["status"] = status if layout >= 4 else status.upper()
+        if text is not None:
+            r["warnings"] = [{"warning": text, "error_id": error_id, "error_category": 0, "error_severity": 2 if status == "Fail" else 1}]
+        return r
+
+    def status_of(g: int) -> str:
+        return "Fail" if g in fail else "Warn" if g in warn else "Pass"
+
+    software = [result(g, "Pass", None) for g in range(gpus)]
+    tested = [result(g, status_of(g), fail.get(g, warn.get(g))) for g in range(gpus)]
+    categories = [
+        {"category": "Deployment", "tests": [{"name": "software", "results": software}]},
+        {"category": "Hardware", "tests": [{"name": test, "results": tested}]},
+    ]
+    if layout >= 4:
+        for c in categories:
+            for t in c["tests"]:
+                worst = "Fail" if any(r["status"] == "Fail" for r in t["results"]) else "Pass"
+                t["test_summary"] = {"status": worst}
+        doc: Dict = {
+            "DCGM Diagnostic": {"test_categories": categories},
+            "entity_groups": [{"entity_group": "GPU", "entity_group_id": 1, "entities": [{"entity_id": g, "device_id": "2330"} for g in range(gpus)]}],
+            "metadata": {"version": "4.1.1"},
+        }
+    else:
+        doc = {"DCGM GPU Diagnostic": {"test_categories": categories, "version": "3.3.1"}}
+    return json.dumps(doc, indent=2)
