@@ -85,6 +85,15 @@ SCHEMA: Dict[str, Any] = {
         "dcgmi": Key("str", None, "Path to dcgmi; null = search standard locations (a prolog/epilog has no PATH).", nullable=True),
         "use_pydcgm": Key("bool", False, "Reserved: a pydcgm backend is not implemented yet; dcgmi is always used."),
     },
+    # XIDs in the kernel log (gcm_checks.checks.xid, docs/xid.md).
+    "xid": {
+        "source": Key("str", "auto", "Kernel log source: auto (/dev/kmsg, journal when the ring buffer no longer reaches the window start), kmsg, journal, or file.", choices=("auto", "kmsg", "journal", "file")),
+        "kernel_log_path": Key("str", None, "Kernel log file for source file (or auto): dmesg, dmesg -T, syslog or ISO stamps; .gz ok.", nullable=True),
+        "journal_timeout_s": Key("float", 5.0, "Deadline for journalctl; capped by the run budget.", minimum=0.1),
+        "health_lookback_s": Key("float", 3600.0, "Health mode scans since the last scan, but never further back than this.", minimum=1),
+        "escalate_after_reset": Key("bool", True, "The same drain-worthy XID on the same GPU in a later scan (after the remedy) escalates to drain_inspect."),
+        "escalate_window_days": Key("float", 30.0, "How long an XID is remembered for escalation.", minimum=0),
+    },
     # Job reports and notifications (gcm_checks.report / gcm_checks.notify, docs/reports.md).
     "report": {
         "spool_dir": Key("str", "/var/spool/gcm-checks/contrib", "Where each node's epilog leaves its evidence; a cluster filesystem for multi-node jobs."),

@@ -13,6 +13,7 @@ MODULES = (
     "gcm_checks.checks.gpu",
     "gcm_checks.checks.ib",
     "gcm_checks.checks.dcgm",
+    "gcm_checks.checks.xid",
 )
 
 _loaded = False
