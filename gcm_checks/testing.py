@@ -61,3 +61,42 @@ def dcgm_diag_json(
     else:
         doc = {"DCGM GPU Diagnostic": {"test_categories": categories, "version": "3.3.1"}}
     return json.dumps(doc, indent=2)
+
+
+# --------------------------------------------------------------------------
+# Kernel log / XIDs
+
+
+def kernel_xid_line(
+    xid: int,
+    bus: str = "0000:3b:00",
+    message: str = "GPU has fallen off the bus.",
+    *,
+    when: Optional[float] = None,
+    fmt: str = "iso",
+    boot_time: float = 0.0,
+    host: str = "node1",
+) -> str:
+    """One kernel log line carrying an XID, in a real format.
+
+    ``fmt``: ``iso`` (journalctl short-iso-precise, UTC), ``dmesg_t``
+    (``[Mon Nov 30 01:02:03 2026]``, UTC), ``syslog`` (``Nov 30 01:02:03 host
+    kernel:``, UTC), ``dmesg`` (``[ 123.456789]`` seconds since ``boot_time``),
+    ``bare`` (no stamp). Parse the UTC ones with ``tz=timezone.utc``.
+    Example: ``kernel_xid_line(79, when=t)`` for an XID 79 at epoch t.
+    """
+    from datetime import datetime, timezone
+
+    text = f"NVRM: Xid (PCI:{bus}): {xid}, pid='<unknown>', name=<unknown>, {message}"
+    if fmt == "bare" or when is None:
+        return text
+    dt = datetime.fromtimestamp(when, timezone.utc)
+    if fmt == "iso":
+        return f"{dt.strftime('%Y-%m-%dT%H:%M:%S')}.{dt.microsecond:06d}+0000 {host} kernel: {text}"
+    if fmt == "dmesg_t":
+        return f"[{dt.strftime('%a %b')} {dt.day:2d} {dt.strftime('%H:%M:%S %Y')}] {text}"
+    if fmt == "syslog":
+        return f"{dt.strftime('%b')} {dt.day:2d} {dt.strftime('%H:%M:%S')} {host} kernel: {text}"
+    if fmt == "dmesg":
+        return f"[{when - boot_time:12.6f}] {text}"
+    raise ValueError(f"unknown kernel log format {fmt!r}")

@@ -190,5 +190,5 @@ def check_xid_software(facts: XidFacts, settings: Any) -> List[CheckResult]:
         out.append(passed(SOFTWARE, f"application XIDs only ({', '.join(map(str, codes))}): the job's own errors, "
                           "not the node's", events=[e.to_dict() for e in app]))
     elif not out:
-        out.append(passed(SOFTWARE, f"no XIDs in {facts.window_text()}"))
+        out.append(passed(SOFTWARE, f"no driver or application XIDs in {facts.window_text()}"))
     return out
