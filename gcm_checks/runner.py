@@ -37,6 +37,7 @@ class Context:
     dcgm_level: Optional[int] = None
     nvml_factory: Any = None  # test hook: () -> nvml object
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _sysfs_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _gpu_facts: Any = field(default=None, repr=False)
     _sysfs_root: Optional[str] = field(default=None, repr=False)
     _tmpdirs: List[Any] = field(default_factory=list, repr=False)
@@ -62,8 +63,11 @@ class Context:
             if self._gpu_facts is None:
                 from gcm_checks.gather import nvml
 
-                timeout = min(float(self.settings.get("gpu.nvml_timeout_s", 2.0)), max(0.05, self.remaining() - JUDGE_MARGIN_S))
-                self._gpu_facts = nvml.gather(self._nvml_loader(), timeout)
+                # Finish inside the runner's gather deadline so a hung GPU is
+                # judged per GPU (gpu.responsive), not as a whole-area timeout.
+                total = max(0.05, (self.remaining() - JUDGE_MARGIN_S) * 0.8)
+                timeout = min(float(self.settings.get("gpu.nvml_timeout_s", 2.0)), total)
+                self._gpu_facts = nvml.gather(self._nvml_loader(), timeout, total)
             return self._gpu_facts
 
     def gpu_bus_ids(self) -> Dict[str, int]:
@@ -77,7 +81,7 @@ class Context:
     def sysfs_root(self) -> str:
         """Root under which /sys/class/infiniband is read; in simulation, a
         real-layout tree written from the scenario."""
-        with self._lock:
+        with self._sysfs_lock:
             if self._sysfs_root is None:
                 if self.sim is not None:
                     from gcm_checks.gather.ib import write_sysfs_tree
@@ -122,14 +126,21 @@ def run_suite(tag: str, ctx: Context) -> List[CheckResult]:
     gathered = run_all(jobs, gather_budget)
     overrides = ctx.settings.get("checks.severity", {}) or {}
     results: List[CheckResult] = []
+    reported = set()
     for spec in specs:
         ok, value = gathered.get(spec.needs, (False, LookupError(f"no gatherer named {spec.needs!r}")))
         if not ok:
+            # One result per area, not one per check: the checks of an area
+            # that could not be gathered all say the same thing.
+            if spec.needs in reported:
+                continue
+            reported.add(spec.needs)
+            gid = f"{spec.needs}.gather"
             if isinstance(value, DeadlineExceeded):
                 msg = f"gathering {spec.needs} did not finish within the {gather_budget:.1f}s budget"
-                r = failed(spec.id, msg + ": hardware not answering") if spec.needs in HANG_IS_FAILURE else unknown(spec.id, msg)
+                r = failed(gid, msg + ": hardware not answering") if spec.needs in HANG_IS_FAILURE else unknown(gid, msg)
             else:
-                r = unknown(spec.id, f"could not gather {spec.needs}: {type(value).__name__}: {value}")
+                r = unknown(gid, f"could not gather {spec.needs}: {type(value).__name__}: {value}")
             results.append(r)
             continue
         facts, gather_s = value

@@ -100,7 +100,7 @@ def check_responsive(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     if not _usable(facts) or not facts.gpus:
         return []
     out = []
-    timeout = settings.get("gpu.nvml_timeout_s")
+    timeout = facts.deadline_s or settings.get("gpu.nvml_timeout_s")
     for g in facts.gpus:
         if g.lost:
             if g.broken_error == "NVML_ERROR_GPU_IS_LOST":
@@ -109,7 +109,7 @@ def check_responsive(facts: GpuFacts, settings: Any) -> List[CheckResult]:
                 msg = f"GPU unusable ({g.broken_error}): {error_cause(_code_of(g.broken_error))}"
             out.append(failed("gpu.responsive", msg, g.subject))
         elif not g.responsive:
-            out.append(failed("gpu.responsive", f"NVML calls did not return within {timeout:g}s: GPU or driver wedged; reboot",
+            out.append(failed("gpu.responsive", f"NVML calls did not return within {timeout:.1f}s: GPU or driver wedged; reboot",
                               g.subject))
     return out or [passed("gpu.responsive", f"all {len(facts.gpus)} GPUs answer NVML")]
 

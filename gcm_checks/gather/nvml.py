@@ -106,6 +106,7 @@ class GpuFacts:
     count: Optional[int] = None
     gpus: Tuple[GpuSnapshot, ...] = ()
     duration_s: float = 0.0
+    deadline_s: float = 0.0  # the per-GPU deadline actually applied
 
     def bus_ids(self) -> Dict[str, int]:
         return {g.pci_bus_id: g.index for g in self.gpus if g.pci_bus_id}
@@ -203,35 +204,44 @@ def _gather_one(nvml: Any, index: int) -> GpuSnapshot:
     return GpuSnapshot(errors=errors, **values)
 
 
-def gather(nvml_loader: Any, timeout_s: float) -> GpuFacts:
-    """Initialise NVML and snapshot every GPU, each under ``timeout_s``.
+def gather(nvml_loader: Any, timeout_s: float, total_s: Optional[float] = None) -> GpuFacts:
+    """Initialise NVML and snapshot every GPU, each call under ``timeout_s``
+    and all of it within ``total_s`` (default: no extra bound).
 
     ``nvml_loader`` returns the nvml object (it may raise ImportError when
     pynvml itself is missing: a deploy problem, reported as unknown).
     """
     start = time.monotonic()
+    end = start + (total_s if total_s is not None else 4 * timeout_s)
+
+    def left() -> float:
+        # Each step gets its own deadline but never more than what is left,
+        # so init + count + the per-GPU pass cannot add up past the budget.
+        return max(0.01, min(timeout_s, end - time.monotonic()))
+
     try:
         nvml = nvml_loader()
     except ImportError as e:
         return GpuFacts(import_error=str(e), duration_s=time.monotonic() - start)
     try:
-        call_with_deadline(nvml.nvmlInit, timeout_s, "nvmlInit")
+        call_with_deadline(nvml.nvmlInit, left(), "nvmlInit")
     except DeadlineExceeded:
         return GpuFacts(init_hang=True, duration_s=time.monotonic() - start)
     except nvml.NVMLError as e:
         return GpuFacts(init_error=_code(e), duration_s=time.monotonic() - start)
     try:
-        driver = _text(call_with_deadline(nvml.nvmlSystemGetDriverVersion, timeout_s, "driver version"))
+        driver = _text(call_with_deadline(nvml.nvmlSystemGetDriverVersion, left(), "driver version"))
     except (DeadlineExceeded, nvml.NVMLError):
         driver = ""
     try:
-        count = int(call_with_deadline(nvml.nvmlDeviceGetCount, timeout_s, "nvmlDeviceGetCount"))
+        count = int(call_with_deadline(nvml.nvmlDeviceGetCount, left(), "nvmlDeviceGetCount"))
     except DeadlineExceeded:
         return GpuFacts(init_hang=True, driver_version=driver, duration_s=time.monotonic() - start)
     except nvml.NVMLError as e:
         return GpuFacts(init_error=_code(e), driver_version=driver, duration_s=time.monotonic() - start)
     jobs = {f"gpu{i}": (lambda i=i: _gather_one(nvml, i)) for i in range(count)}
-    done = run_all(jobs, timeout_s)
+    per_gpu = left()
+    done = run_all(jobs, per_gpu)
     gpus = []
     for i in range(count):
         ok, value = done[f"gpu{i}"]
@@ -244,10 +254,11 @@ def gather(nvml_loader: Any, timeout_s: float) -> GpuFacts:
     # Shut NVML down only if nothing hung: a shutdown waits on the hung call.
     if all(g.responsive for g in gpus):
         try:
-            call_with_deadline(nvml.nvmlShutdown, min(timeout_s, 1.0), "nvmlShutdown")
+            call_with_deadline(nvml.nvmlShutdown, min(left(), 1.0), "nvmlShutdown")
         except Exception:  # noqa: BLE001 - shutdown failures change nothing
             pass
-    return GpuFacts(driver_version=driver, count=count, gpus=tuple(gpus), duration_s=time.monotonic() - start)
+    return GpuFacts(driver_version=driver, count=count, gpus=tuple(gpus), duration_s=time.monotonic() - start,
+                    deadline_s=per_gpu)
 
 
 def load_pynvml() -> Any:

@@ -1,0 +1,54 @@
+"""``gcm-checks config check [PATH]`` and ``config show [--node NAME]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="config_cmd", metavar="ACTION")
+    c = sub.add_parser("check", help="validate a config file (default: the discovered one)")
+    c.add_argument("path", nargs="?", help="config file")
+    c.add_argument("--json", action="store_true")
+    s = sub.add_parser("show", help="print the configuration resolved for one node")
+    s.add_argument("path", nargs="?", help="config file")
+    s.add_argument("--node", help="node name (default: this node)")
+    s.add_argument("--json", action="store_true")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gcm_checks import config
+
+    cmd = getattr(args, "config_cmd", None)
+    if cmd is None:
+        print("usage: gcm-checks config {check,show} [PATH]", file=sys.stderr)
+        return 2
+    path = config.find_config(getattr(args, "path", None))
+    try:
+        data = config.parse_file(path) if path else {}
+        settings = config.resolve(data, getattr(args, "node", None) or config.node_name(), path or "(defaults)")
+    except config.ConfigError as e:
+        if args.json:
+            print(json.dumps({"ok": False, "file": e.source, "key": e.key, "expected": e.expected, "error": str(e)}))
+        else:
+            print(f"config error: {e}", file=sys.stderr)
+        return 1
+    if cmd == "check":
+        nodes = len(data.get("nodes") or [])
+        if args.json:
+            print(json.dumps({"ok": True, "file": path or "(defaults)", "node_sections": nodes}))
+        else:
+            print(f"{path or '(built-in defaults)'}: ok ({nodes} node section(s))")
+        return 0
+    doc = {"source": settings.source, "node": settings.node, "matched_sections": settings.matched_sections,
+           "settings": settings.data}
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        import yaml
+
+        print(f"# {settings.source} resolved for node {settings.node} (node sections matched: {settings.matched_sections})")
+        print(yaml.safe_dump(settings.data, sort_keys=False).rstrip())
+    return 0

@@ -1,0 +1,133 @@
+"""End to end: the real `gcm-checks prolog` process over every built-in
+scenario, the hang scenario, config errors and the prolog.d entry script."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SCENARIOS = sorted(p.stem for p in (REPO / "configs" / "sim").glob("*.yaml"))
+
+# scenario -> (verdict, failing check id, subject fragment)
+EXPECTED = {
+    "healthy": ("pass", None, None),
+    "gpu-lost": ("fail", "gpu.responsive", "GPU 3"),
+    "ecc-uncorrectable": ("fail", "gpu.ecc.uncorrectable", "GPU 5"),
+    "row-remap-pending": ("fail", "gpu.row_remap", "GPU 2"),
+    "gpu-hang": ("fail", "gpu.responsive", "GPU 6"),
+    "ib-port-down": ("fail", "ib.port.", "mlx5_3 port 1"),  # state or phys_state
+    "pcie-degraded": ("fail", "gpu.pcie.width", "GPU 1"),
+    "nvml-mismatch": ("fail", "gpu.nvml", ""),
+}
+
+
+@pytest.fixture
+def cfg(tmp_path):
+    p = tmp_path / "gcm.yaml"
+    p.write_text(
+        f"log_path: {tmp_path}/log/gcm.jsonl\nstate_dir: {tmp_path}/state\nbudget_s: 6\n"
+        "gpu: {count: 8, nvml_timeout_s: 1.0}\n"
+        "infiniband: {expected_hcas: [mlx5_0, mlx5_1, mlx5_2, mlx5_3, mlx5_4, mlx5_5, mlx5_6, mlx5_7], min_rate_gbps: 400}\n"
+    )
+    return p
+
+
+def gcm(*args, env=None, timeout=60):
+    e = dict(os.environ)
+    e.pop("SLURM_JOB_ID", None)
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "gcm_checks", *args], capture_output=True, text=True, env=e,
+                          timeout=timeout, cwd=str(REPO))
+
+
+def test_every_builtin_scenario_has_an_expectation():
+    assert set(SCENARIOS) >= set(EXPECTED), "a built-in scenario is missing"
+    missing = [s for s in ("healthy", "gpu-lost", "ecc-uncorrectable", "row-remap-pending", "gpu-hang",
+                           "ib-port-down", "pcie-degraded", "nvml-mismatch") if s not in SCENARIOS]
+    assert not missing
+
+
+@pytest.mark.parametrize("scenario", sorted(EXPECTED))
+def test_prolog_verdict_per_scenario(cfg, scenario):
+    verdict, check, subject = EXPECTED[scenario]
+    p = gcm("prolog", "--config", str(cfg), "--sim", scenario, "--json", "--dry-run", "--node", "node2")
+    doc = json.loads(p.stdout)
+    assert doc["verdict"] == verdict, p.stdout + p.stderr
+    assert doc["node"] == "node2"
+    assert set(doc) >= {"verdict", "drain_reason", "node", "results"}
+    for r in doc["results"]:
+        assert set(r) >= {"check", "status", "subject", "message", "duration_s"}
+    if verdict == "pass":
+        assert p.returncode == 0 and doc["drain_reason"] is None
+        assert "would run" not in p.stderr  # healthy: no Slurm action at all
+        return
+    assert p.returncode == 1
+    reason = doc["drain_reason"]
+    assert reason.startswith(f"gcm: {check}") and f": {subject}" in reason, reason
+    assert len(reason) <= 200 and "\n" not in reason
+    assert "would run: scontrol update nodename=node2 state=drain reason=" in p.stderr
+
+
+def test_hang_scenario_ends_on_time_even_when_nvml_deadline_exceeds_budget(tmp_path):
+    # nvml_timeout_s (60) larger than the budget (2): only the global budget
+    # can stop it, and the hung call must be abandoned, not awaited.
+    c = tmp_path / "c.yaml"
+    c.write_text(f"log_path: {tmp_path}/l.jsonl\nstate_dir: {tmp_path}/s\nbudget_s: 2\ngpu: {{count: 8, nvml_timeout_s: 60}}\n")
+    t0 = time.monotonic()
+    p = gcm("prolog", "--config", str(c), "--sim", "gpu-hang", "--json", "--dry-run", timeout=30)
+    elapsed = time.monotonic() - t0
+    doc = json.loads(p.stdout)
+    assert p.returncode == 1 and doc["verdict"] == "fail"
+    assert any(r["check"] == "gpu.responsive" and r["status"] == "fail" and "GPU 6" in r["subject"] for r in doc["results"])
+    assert elapsed < 30  # bound, not a benchmark: it would otherwise never end
+
+
+def test_config_error_never_fails_the_prolog(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("gpu: {count: eight}\n")
+    p = gcm("prolog", "--config", str(bad), "--sim", "gpu-lost")
+    assert p.returncode == 0
+    assert "gpu.count: expected an integer" in p.stderr and "UNKNOWN" in p.stderr
+
+
+def test_report_only_logs_the_decision_and_exits_zero(cfg, tmp_path):
+    cfg.write_text(cfg.read_text() + "report_only: true\n")
+    p = gcm("prolog", "--config", str(cfg), "--sim", "gpu-lost", "--json")
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0 and doc["verdict"] == "fail" and doc["action"].startswith("report-only")
+    log = (tmp_path / "log" / "gcm.jsonl").read_text().splitlines()
+    events = [json.loads(line)["event"] for line in log]
+    assert "would_drain" in events and events[0] == "start"
+
+
+def test_log_is_json_lines_and_records_job_start(cfg, tmp_path):
+    p = gcm("prolog", "--config", str(cfg), "--sim", "healthy", env={"SLURM_JOB_ID": "4242", "SLURMD_NODENAME": "node1"})
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(x) for x in (tmp_path / "log" / "gcm.jsonl").read_text().splitlines()]
+    assert lines[-1]["event"] == "done" and lines[-1]["verdict"] == "pass" and lines[-1]["job_id"] == "4242"
+    start = json.loads((tmp_path / "state" / "jobs" / "4242.node1.json").read_text())
+    assert abs(start["start"] - time.time()) < 120
+    assert p.stderr.startswith("gcm-checks prolog node1: PASS")
+
+
+def test_prolog_d_script_runs_without_path(cfg, tmp_path):
+    # slurmd gives the prolog no PATH; the entry script must still find us.
+    script = REPO / "prolog.d" / "50-gcm-checks"
+    assert os.access(script, os.X_OK)
+    wrapper = tmp_path / "gcm-checks"
+    wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} -m gcm_checks \"$@\" --config {cfg} --sim gpu-lost --dry-run\n")
+    wrapper.chmod(0o755)
+    p = subprocess.run(["/usr/bin/env", "-i", f"GCM_CHECKS_BIN={wrapper}", f"PYTHONPATH={REPO}", "SLURMD_NODENAME=node2",
+                        str(script)], capture_output=True, text=True, timeout=60, cwd="/")
+    assert p.returncode == 1, p.stderr
+    assert "gcm-checks prolog node2: FAIL" in p.stderr
+
+
+def test_unknown_scenario_is_a_usage_error_not_a_drain(cfg):
+    p = gcm("prolog", "--config", str(cfg), "--sim", "no-such-scenario")
+    assert p.returncode == 0 and "unknown scenario" in p.stderr
