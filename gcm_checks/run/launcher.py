@@ -329,6 +329,12 @@ class Wrapper:
         for fd in list(readers):
             _close(fd)
         self.scanner.flush(time.monotonic(), time.time())
+        # A NaN printed just before exit, or a stall that ended with the last
+        # line, must still reach the report: judge once more. These alerts go
+        # out with the exit report, not as separate notices.
+        for alert in self.watchdog.check(self.tracker.snap, time.monotonic(), time.time()):
+            if alert.kind in ("diverged", "resumed"):  # a stall at exit is just the end
+                self.state.alerts.append(alert)
         rc = self.proc.wait()
         self._reaped = True
         if rc < 0:
