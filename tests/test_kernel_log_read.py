@@ -1,0 +1,294 @@
+"""Kernel log readers: stamp formats, window edges, streaming, sources."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import stat
+import sys
+import textwrap
+import time
+import uuid
+from datetime import datetime, timezone
+
+import pytest
+
+from gcm_checks import kernel_log as kl
+from gcm_checks.testing import kernel_xid_line
+
+UTC = timezone.utc
+
+
+def epoch(*args) -> float:
+    return datetime(*args, tzinfo=UTC).timestamp()
+
+
+CTX = kl.StampContext(boot_time=1_000_000.0, tz=UTC, ref=epoch(2026, 11, 30, 12, 0, 0))
+
+
+@pytest.mark.parametrize(
+    "line, expected, resolution",
+    [
+        # dmesg -T
+        ("[Fri Apr  5 21:29:39 2024] NVRM: Xid (PCI:0000:a1:00): 79, GPU has fallen off the bus.",
+         epoch(2024, 4, 5, 21, 29, 39), 1.0),
+        ("[Wed Jun 24 15:44:20 2026] NVRM: Xid (PCI:0000:70:00): 13, Graphics Exception",
+         epoch(2026, 6, 24, 15, 44, 20), 1.0),
+        # raw dmesg: seconds since boot
+        ("[6781741.548779] NVRM: Xid (PCI:0000:91:00): 79, GPU has fallen off the bus.",
+         1_000_000.0 + 6781741.548779, 1e-6),
+        ("[   24.000001] NVRM: Xid (PCI:0000:01:00): 32, Channel ID 00000000",
+         1_000_000.0 + 24.000001, 1e-6),
+        # syslog (year from the reference; wall clock wins over the [mono] stamp after it)
+        ("Dec  2 10:43:35 worker4 kernel: [240314.528856] NVRM: Xid (PCI:0000:07:00): 48, DBE",
+         epoch(2025, 12, 2, 10, 43, 35), 1.0),
+        ("Nov 30 01:02:03 gpu001 kernel: NVRM: Xid (PCI:0000:3b:00): 79, x",
+         epoch(2026, 11, 30, 1, 2, 3), 1.0),
+        # a relay's prefix before the syslog stamp
+        ("Xid errors on instance: ip-1, Error: May 19 07:08:57 ip-1 kernel: [680111.646286] NVRM: Xid (PCI:0000:10:1c): 63, x",
+         epoch(2026, 5, 19, 7, 8, 57), 1.0),
+        # ISO: dmesg --decode --time-format iso (comma), journalctl short-iso-precise (+0000), Z, no fraction
+        ("kern  :warn  : 2025-01-21T04:41:44,283302+00:00 NVRM: Xid (PCI:0000:38:00): 13, x",
+         epoch(2025, 1, 21, 4, 41, 44) + 0.283302, 1e-6),
+        ("2026-11-30T01:02:03.500000+0000 gpu001 kernel: NVRM: Xid (PCI:0000:3b:00): 79, x",
+         epoch(2026, 11, 30, 1, 2, 3) + 0.5, 1e-6),
+        ("2026-11-30T03:02:03.250000+02:00 gpu001 kernel: NVRM: Xid (PCI:0000:3b:00): 79, x",
+         epoch(2026, 11, 30, 1, 2, 3) + 0.25, 1e-6),
+        ("2026-11-30T01:02:03Z gpu001 kernel: NVRM: Xid (PCI:0000:3b:00): 79, x",
+         epoch(2026, 11, 30, 1, 2, 3), 1.0),
+        # no stamp at all
+        ("NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus.", None, 1.0),
+        ("kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001", None, 1.0),
+    ],
+)
+def test_stamp_formats(line, expected, resolution):
+    ts, res = kl.stamp(line, CTX)
+    if expected is None:
+        assert ts is None
+    else:
+        assert ts == pytest.approx(expected, abs=1e-6)
+        assert res == resolution
+
+
+def test_date_inside_message_is_not_the_stamp():
+    line = "NVRM: Xid (PCI:0000:06:00): 13, file 2020-01-01T00:00:00Z.log"
+    assert kl.stamp(line, CTX) == (None, 1.0)
+
+
+def test_syslog_december_line_read_in_january_is_last_year():
+    ctx = kl.StampContext(tz=UTC, ref=epoch(2027, 1, 2, 0, 0, 0))
+    ts, _ = kl.stamp("Dec 31 23:59:59 h kernel: NVRM: Xid (PCI:0000:3b:00): 79, x", ctx)
+    assert ts == epoch(2026, 12, 31, 23, 59, 59)
+
+
+def test_raw_dmesg_without_boot_time_is_undated():
+    ts, _ = kl.stamp("[  12.5] NVRM: Xid (PCI:0000:3b:00): 79, x", kl.StampContext(boot_time=None))
+    assert ts is None
+
+
+START = epoch(2026, 11, 30, 10, 0, 0)
+END = epoch(2026, 11, 30, 11, 0, 0)
+
+
+@pytest.mark.parametrize(
+    "ts, resolution, since, until, inside",
+    [
+        (START - 1, 1.0, START, END, False),  # one second before the job: does not count
+        (START - 1, 1e-6, START, END, False),
+        (START - 0.000002, 1e-6, START, END, False),
+        (START, 1.0, START, END, True),  # the job's first second counts
+        (START, 1.0, START + 0.4, END, True),  # second-resolution stamp may be .4 .. .999
+        (START - 1, 1.0, START + 0.4, END, False),
+        (START, 1e-6, START + 0.4, END, False),  # a precise stamp is compared precisely
+        (END, 1e-6, START, END, True),  # inclusive end
+        (END + 1, 1.0, START, END, False),
+        (END + 0.001, 1e-6, START, END, False),
+        (None, 1.0, START, END, False),  # undated: cannot be placed, dropped
+        (None, 1.0, None, None, True),  # no window: everything
+        (START - 1e6, 1.0, None, END, True),
+        (END + 1e6, 1.0, START, None, True),
+    ],
+)
+def test_window_edges(ts, resolution, since, until, inside):
+    assert kl.in_window(ts, resolution, since, until) is inside
+
+
+@pytest.mark.parametrize("fmt", ["iso", "dmesg_t", "syslog", "dmesg"])
+def test_read_file_window_per_format(tmp_path, fmt):
+    boot = START - 5000.0
+    lines = [
+        "[ 0.000000] Linux version 6.1",
+        kernel_xid_line(48, "0000:07:00", "DBE", when=START - 1, fmt=fmt, boot_time=boot),  # before the job
+        kernel_xid_line(79, "0000:3b:00", when=START, fmt=fmt, boot_time=boot),
+        "[ 12.000000] mlx5_core 0000:0c:00.0: link up",
+        kernel_xid_line(13, "0000:5d:00", "Graphics Exception", when=START + 600, fmt=fmt, boot_time=boot),
+        kernel_xid_line(94, "0000:5d:00", "Contained", when=END + 1, fmt=fmt, boot_time=boot),  # after
+    ]
+    p = tmp_path / "kern.log"
+    p.write_text("\n".join(lines) + "\n")
+    got = list(kl.read_file(str(p), since=START, until=END, boot=boot, tz=UTC))
+    assert [g.text.split("): ")[1].split(",")[0] for g in got] == ["79", "13"]
+    assert got[0].ts == pytest.approx(START, abs=1e-6)
+
+
+def test_read_file_drops_undated_lines_in_a_window_and_counts_them(tmp_path):
+    p = tmp_path / "kern.log"
+    p.write_text(kernel_xid_line(79, fmt="bare") + "\n" + kernel_xid_line(79, when=START + 1) + "\n")
+    cov = kl.Coverage()
+    got = list(kl.read_file(str(p), since=START, until=END, tz=UTC, coverage=cov))
+    assert len(got) == 1 and cov.undated == 1
+    assert len(list(kl.read_file(str(p), tz=UTC))) == 2  # no window: both
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 4096])
+def test_streaming_is_exact_across_chunk_boundaries(chunk):
+    import io
+
+    body = b"".join(
+        (b"NVRM: Xid (PCI:0000:3b:00): %d, x\n" % i) if i % 3 == 0 else (b"noise line %d\n" % i) for i in range(200)
+    ) + b"NVRM: last line without newline"
+    got = list(kl.iter_lines_file(io.BytesIO(body), chunk_size=chunk))
+    want = [ln for ln in body.decode().split("\n") if "NVRM" in ln]
+    assert got == want
+
+
+def test_overlong_junk_line_is_skipped_not_buffered():
+    import io
+
+    junk = b"x" * (kl._MAX_LINE + 10)
+    body = junk + b"\nNVRM: Xid (PCI:0000:3b:00): 79, ok\n"
+    assert list(kl.iter_lines_file(io.BytesIO(body), chunk_size=1 << 16)) == ["NVRM: Xid (PCI:0000:3b:00): 79, ok"]
+
+
+def test_gzip_file(tmp_path):
+    p = tmp_path / "kern.log.1.gz"
+    with gzip.open(p, "wt") as f:
+        f.write(kernel_xid_line(79, when=START) + "\n")
+    assert len(list(kl.read_file(str(p), since=START, until=END, tz=UTC))) == 1
+
+
+def test_missing_file_is_unavailable(tmp_path):
+    with pytest.raises(kl.KernelLogUnavailable):
+        list(kl.read_file(str(tmp_path / "nope.log")))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the symlink rule is about root")
+def test_user_symlink_is_refused_as_root(tmp_path):
+    target = tmp_path / "real.log"
+    target.write_text(kernel_xid_line(79, when=START) + "\n")
+    link = tmp_path / "link.log"
+    link.symlink_to(target)
+    os.lchown(link, 65534, 65534)  # owned by a user, not root
+    with pytest.raises(kl.KernelLogUnavailable, match="refused"):
+        list(kl.read_file(str(link)))
+
+
+@pytest.mark.parametrize(
+    "record, mono, text",
+    [
+        (b"6,1234,5000000,-;NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n",
+         5.0, "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."),
+        (b"4,99,123456,c,caller=T1;NVRM: Xid (PCI:0000:3b:00): 13, x\n SUBSYSTEM=pci\n DEVICE=+pci:0000:3b:00.0\n",
+         0.123456, "NVRM: Xid (PCI:0000:3b:00): 13, x"),
+    ],
+)
+def test_parse_kmsg_record(record, mono, text):
+    line = kl.parse_kmsg_record(record, boot=1000.0)
+    assert line.ts == pytest.approx(1000.0 + mono)
+    assert line.text.endswith(text)
+    assert "SUBSYSTEM" not in line.text
+
+
+@pytest.mark.parametrize("record", [b"garbage", b"6,1;no usec", b"6,1,notanumber,-;x\n"])
+def test_parse_kmsg_record_rejects_garbage(record):
+    assert kl.parse_kmsg_record(record, boot=0.0) is None
+
+
+@pytest.mark.skipif(not os.access("/dev/kmsg", os.R_OK), reason="/dev/kmsg not readable here")
+def test_real_kmsg_reads_to_the_end_without_blocking():
+    cov = kl.Coverage()
+    t0 = time.monotonic()
+    lines = list(kl.read_kmsg(contains=None, coverage=cov))
+    assert lines, "a booted kernel has messages"
+    assert cov.earliest is not None and cov.earliest <= time.time()
+    assert time.monotonic() - t0 < 30  # generous: it must return at all (non-blocking)
+
+
+@pytest.mark.skipif(not os.access("/dev/kmsg", os.W_OK), reason="needs root to write /dev/kmsg")
+def test_real_kmsg_sees_a_fresh_message_in_a_window():
+    # A harmless marker, not an XID: other suites on this machine read kmsg too.
+    marker = f"gcm-kmsg-test-{uuid.uuid4().hex}"
+    before = time.time() - 2
+    with open("/dev/kmsg", "w") as f:
+        f.write(f"gcm-checks test {marker}\n")
+    got = list(kl.read_kmsg(contains=marker.encode(), since=before, until=time.time() + 2))
+    assert len(got) == 1 and marker in got[0].text
+    assert abs(got[0].ts - time.time()) < 60  # monotonic -> wall conversion is sane
+    assert list(kl.read_kmsg(contains=marker.encode(), until=before)) == []
+
+
+def _fake_journalctl(tmp_path, body: str) -> str:
+    p = tmp_path / "journalctl"
+    p.write_text(f"#!{sys.executable}\n" + textwrap.dedent(body))
+    p.chmod(p.stat().st_mode | stat.S_IXUSR)
+    return str(p)
+
+
+def test_journal_reads_window_and_passes_since_until(tmp_path):
+    argv_file = tmp_path / "argv"
+    exe = _fake_journalctl(tmp_path, f"""
+        import sys
+        open({str(argv_file)!r}, "w").write(" ".join(sys.argv[1:]))
+        print("2026-11-30T09:59:59.000000+0000 n1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, before")
+        print("2026-11-30T10:00:00.100000+0000 n1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, inside")
+        print("2026-11-30T10:00:01.000000+0000 n1 kernel: eth0: link up")
+    """)
+    got = list(kl.read_journal(START, END, timeout=10, journalctl=exe))
+    assert [g.text.rsplit(", ", 1)[1] for g in got] == ["inside"]
+    args = argv_file.read_text()
+    assert "_TRANSPORT=kernel" in args and f"--since @{int(START)}" in args and "--until @" in args
+
+
+@pytest.mark.parametrize(
+    "body, match",
+    [
+        ("import sys; sys.stderr.write('No journal files were found.\\n'); print('-- No entries --')", "no journal files"),
+        ("import sys; sys.stderr.write('Failed to open\\n'); sys.exit(1)", "exit 1"),
+        ("import time; time.sleep(30)", "no answer"),
+    ],
+)
+def test_journal_trouble_is_unavailable(tmp_path, body, match):
+    exe = _fake_journalctl(tmp_path, body)
+    with pytest.raises(kl.KernelLogUnavailable, match=match):
+        list(kl.read_journal(START, END, timeout=1.0, journalctl=exe))
+
+
+def test_read_window_rejects_unknown_source():
+    with pytest.raises(ValueError):
+        kl.read_window("syslog")
+
+
+def test_read_window_file_source_needs_a_path():
+    with pytest.raises(kl.KernelLogUnavailable):
+        list(kl.read_window("file"))
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("2026-11-30T01:02:03+00:00", epoch(2026, 11, 30, 1, 2, 3)),
+        ("2026-11-30T01:02:03Z", epoch(2026, 11, 30, 1, 2, 3)),
+        ("2026-11-30T03:02:03.5+0200", epoch(2026, 11, 30, 1, 2, 3) + 0.5),
+        ("2026-11-30 01:02", epoch(2026, 11, 30, 1, 2, 0)),
+        ("2026-11-30", epoch(2026, 11, 30)),
+        ("@1700000000.25", 1700000000.25),
+    ],
+)
+def test_parse_iso(text, expected):
+    assert kl.parse_iso(text, tz=UTC) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text", ["yesterday", "2026-13-45T99", "30/11/2026"])
+def test_parse_iso_rejects(text):
+    with pytest.raises(ValueError):
+        kl.parse_iso(text)
