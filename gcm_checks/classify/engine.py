@@ -7,6 +7,7 @@ Gather apart from judge: everything here is a pure function of
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -55,6 +56,7 @@ class Hit:
     pos: int  # character offset inside the scanned text
     evidence: Evidence
     says: str
+    first_pos: int = 0  # first occurrence of the same line (text hits)
 
 
 # --------------------------------------------------------------------------- scanning
@@ -76,8 +78,39 @@ def _is_kernel(source: str) -> bool:
     return any(k in s for k in _KERNEL_SOURCES)
 
 
+# Deleting digits and blanks makes the thousands of progress lines of a
+# training log ("iteration 4312/10000 | loss 2.31 ...") collapse to one line
+# class, so the rules look at a few hundred bytes instead of megabytes.
+_DIGITS_BLANKS = b"0123456789 \t"
+
+
+def _compact(text: str) -> Tuple[List[str], List[int], List[int]]:
+    """Unique lines (by a digit/blank-blind key) in order of their last occurrence.
+
+    Returns (lines, original index of each line's last occurrence, of its first).
+    Every rule is line-local, so the unique lines match whatever the whole
+    text would.
+    """
+    lines = text.split("\n")
+    # bytes.translate is C-fast; a UTF-8 "\n" is always the single byte 0x0A,
+    # so the byte lines stay aligned with the str lines.
+    keys = text.encode("utf-8", "surrogatepass").translate(None, _DIGITS_BLANKS).split(b"\n")
+    last: Dict[bytes, int] = {}
+    first: Dict[bytes, int] = {}
+    for i, key in enumerate(keys):
+        if key not in first:
+            first[key] = i
+        last[key] = i
+    order = sorted(last.values())
+    return [lines[i] for i in order], order, [first[keys[i]] for i in order]
+
+
 def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
-    """All rule matches in one text, in text order."""
+    """All rule matches in one text, in text order (positions are line indexes).
+
+    Keywords locate candidate lines in the lower-cased text (C-speed
+    ``str.find``); a rule's regex then runs on those lines only.
+    """
     text = log.text
     first_line = log.first_line_no
     if len(text) > SCAN_CHARS:
@@ -86,27 +119,45 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
         cut = nl + 1 if nl >= 0 else cut
         first_line += text.count("\n", 0, cut)
         text = text[cut:]
-    low = text.lower()
+    lines, line_idx, first_idx = _compact(text)
+    low = "\n".join(lines).lower()
+    if len(low) != sum(len(x) for x in lines) + len(lines) - 1:
+        # A few non-ASCII characters change length when lower-cased; keep
+        # offsets aligned by lower-casing line by line.
+        low = "\n".join(x.lower() if len(x.lower()) == len(x) else x for x in lines)
+    offsets = [0]
+    for x in lines[:-1]:
+        offsets.append(offsets[-1] + len(x) + 1)
     kernel = _is_kernel(log.source)
     hits: List[Hit] = []
     for c in _compiled():
         rule = c.rule
         if (rule.source == KERNEL and not kernel) or (rule.source == LOG and kernel):
             continue
-        if not any(k in low for k in rule.keywords):
+        candidates = set()
+        for kw in rule.keywords:
+            p = low.find(kw)
+            while p >= 0:
+                li = bisect_right(offsets, p) - 1
+                candidates.add(li)
+                if li + 1 >= len(offsets):
+                    break
+                p = low.find(kw, offsets[li + 1])
+        if not candidates:
             continue
         n = 0
-        for m in c.regex.finditer(text):
-            start = text.rfind("\n", 0, m.start()) + 1
-            end = text.find("\n", m.end())
-            line = text[start: end if end >= 0 else len(text)]
+        for li in sorted(candidates):
+            line = lines[li]
+            m = c.regex.search(line)
+            if m is None:
+                continue
             if not rule.warnings_ok and WARNING_LINE.search(line):
                 continue
             if c.exclude is not None and c.exclude.search(m.group(0)):
                 continue
-            line_no = first_line + text.count("\n", 0, m.start())
-            hits.append(Hit(rule.id, rule.category, rule.rank, rule.confidence, source_idx, m.start(),
-                            Evidence(log.source, line_no, sanitize(line)), rule.says))
+            hits.append(Hit(rule.id, rule.category, rule.rank, rule.confidence, source_idx, line_idx[li],
+                            Evidence(log.source, first_line + line_idx[li], sanitize(line)), rule.says,
+                            first_pos=first_idx[li]))
             n += 1
             if n >= MAX_HITS_PER_RULE:
                 break
@@ -116,22 +167,26 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
 
 def _apply_text_order(hits: List[Hit]) -> None:
     """Demote matches that are consequences, judged by their order in one text."""
-    first_terminal: Optional[int] = None
-    seen: Dict[str, int] = {}
-    for h in hits:  # in text order
+    first_seen: Dict[str, int] = {}
+    for h in hits:
+        first_seen[h.rule_id] = min(first_seen.get(h.rule_id, h.first_pos), h.first_pos)
+    terminal_at: Optional[int] = None
+    for h in hits:
         rule = RULES_BY_ID[h.rule_id]
-        if rule.unless_after and rule.unless_after in seen:
+        if rule.unless_after and first_seen.get(rule.unless_after, h.pos + 1) < h.pos:
             # srun killed the step because a task failed: not a user's cancel.
             h.rank, h.confidence = 1, 0.2
             continue
-        seen.setdefault(h.rule_id, h.pos)
-        if first_terminal is not None and h.pos > first_terminal and h.rank < R_KEEP_AFTER_TERMINAL \
-                and not rule.terminal:
-            # After "CANCELLED ... DUE TO TIME LIMIT" every rank's SIGTERM
-            # traceback, NCCL abort and "Killed" is fallout, not the cause.
+        if rule.terminal and (terminal_at is None or h.first_pos < terminal_at):
+            terminal_at = h.first_pos
+    if terminal_at is None:
+        return
+    for h in hits:
+        rule = RULES_BY_ID[h.rule_id]
+        if h.first_pos > terminal_at and h.rank < R_KEEP_AFTER_TERMINAL and not rule.terminal:
+            # After "CANCELLED ... DUE TO TIME LIMIT" the SIGTERM traceback, the
+            # NCCL abort and "Killed" are fallout, not the cause.
             h.rank = min(h.rank, 3)
-        if rule.terminal and first_terminal is None:
-            first_terminal = h.pos
 
 
 # Hardware evidence after a termination line still counts: a GPU that fell off

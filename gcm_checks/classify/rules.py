@@ -133,7 +133,7 @@ RULES: Tuple[Rule, ...] = (
          "the accelerator workers were taken away (preempted) mid-run"),
     # ---- host memory ---------------------------------------------------------------
     Rule("slurm.oom_kill", "host_oom", R_HOST_OOM_SLURM, 0.95,
-         ("oom", "memory limit", "out of memory"),
+         ("oom", "memory limit", "out of memory", "out-of-memory"),
          r"Detected \d+ oom[-_]kill event|oom[-_]kill event\(s\)|Exceeded (?:job|step) memory limit"
          r"|task \d+: Out Of Memory|cgroup out-of-memory handler",
          "Slurm's cgroup killed the job for using more memory than requested"),
@@ -220,12 +220,12 @@ RULES: Tuple[Rule, ...] = (
          "the driver logged an application XID (the job's kernel faulted)"),
     # ---- numeric divergence ----------------------------------------------------------
     Rule("train.loss_nan", "numeric_divergence", R_NUMERIC, 0.85,
-         ("nan", "inf", "non-finite", "floatingpointerror", "loss scale"),
-         r"(?i:\b(?:loss|grad[ _]?norm|total[ _]norm)['\"]?\s*[:=]\s*[+-]?(?:nan|inf)\b)"
-         r"|(?i:\bloss (?:is|became|became infinite or) (?:nan|inf)\b)|FloatingPointError"
-         r"|NaN or Inf found in input tensor|(?i:\bnon-finite (?:loss|gradients?|values?)\b)"
-         r"|is non-finite|returned nan values|Detected (?:NaN|nan|Inf|inf)\b"
-         r"|(?i:cannot decrease (?:loss )?scale anymore|minimum loss scale reached)",
+         ("nan", "inf", "non-finite", "floatingpointerror", "scale anymore", "loss scale reached"),
+         r"(?:loss|Loss|LOSS|norm|Norm)['\"]?\s*[:=]\s*[+-]?(?:nan|NaN|NAN|inf|Inf|INF)\b"
+         r"|[Ll]oss (?:is|became|became infinite or) (?:nan|NaN|NAN|inf|Inf)\b|FloatingPointError"
+         r"|NaN or Inf found in input tensor|non-finite (?:loss|gradient|value)|is non-finite"
+         r"|returned nan values|Detected (?:NaN|nan|Inf|inf)\b|cannot decrease (?:loss )?scale anymore"
+         r"|[Mm]inimum loss scale reached",
          "the loss or gradients became NaN/Inf"),
     # ---- storage ---------------------------------------------------------------------
     Rule("io.errno", "storage_io", R_STORAGE, 0.85,
@@ -314,7 +314,8 @@ RULES: Tuple[Rule, ...] = (
     # ---- success markers -------------------------------------------------------------
     Rule("train.finished", "success", R_SUCCESS, 0.7,
          ("train metrics", "train_runtime", "stopped:", "training completed", "training complete",
-          "finished training", "training finished", "(success)", "model weights saved", "training done"),
+          "finished training", "training finished", "(success)", "model weights saved", "training done",
+          "training is"),
          r"\*+ train metrics \*+|'train_runtime'|\btrain_runtime\s*=|`Trainer\.fit` stopped: "
          r"|(?i:\btraining (?:is )?(?:completed|complete|finished|done)\b)|(?i:\bfinished training\b)"
          r"|wandb: Waiting for W&B process to finish\.\.\. \(success\)|Model weights saved in",
