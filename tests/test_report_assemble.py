@@ -272,3 +272,16 @@ def test_spool_names_cannot_escape(base):
     assert spool.safe_name("../../etc") == "_.._etc"
     assert spool.safe_name("") == "_"
     assert "/" not in spool.safe_name("a/b")
+
+
+def test_assembler_that_died_after_claiming_is_retried_once(base):
+    import time
+
+    s = settings_for(base)
+    job = make_job(base)
+    report.contribute(job, "node1", BAD_NODE, s)
+    assert spool.claim(os.path.join(base, "spool"), job.key, "node1")  # ...and then the node died
+    assert report.sweep(s, node="admin", now=time.time() + 60) == []  # maybe still working
+    assert report.sweep(s, node="admin", now=time.time() + 1000) == ["77"]
+    assert os.path.exists(report.report_paths(s, "77")["report.json"])
+    assert report.sweep(s, node="admin", now=time.time() + 5000) == []  # assembled: never again

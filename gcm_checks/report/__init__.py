@@ -106,7 +106,9 @@ def assemble(
     if not force and not spool.ready(job, contribs, rs.gather_timeout_s, now):
         return None
     if not spool.claim(rs.spool_dir, key, node):
-        return None
+        # Already claimed: only a sweep may retry a claim whose assembler died.
+        if not (force and spool.stuck(rs.spool_dir, key, _stuck_after(rs), now) and spool.claim(rs.spool_dir, key, node, "claimed.retry")):
+            return None
     notes: List[str] = []
     logs = build.collect_logs(job, rs)
     if classification is None and classifier is not None:
@@ -116,6 +118,7 @@ def assemble(
             notes.append(f"classifier failed: {type(e).__name__}: {e}")
     report = build.build_report(job, contribs, classification=classification, logs=logs, generated_by=node, notes=notes, now=now)
     paths = write_report(report, rs)
+    spool.mark_assembled(rs.spool_dir, key, node, paths["report.json"])
     done = Assembled(key, report, paths, notes=notes)
     if rs.copy_to_workdir and job.work_dir and job.uid is not None:
         from gcm_checks.safeio import write_user_file
@@ -129,6 +132,12 @@ def assemble(
         except OSError as e:
             done.user_copy_error = f"{name} not written to {job.work_dir}: {e.strerror or e}"
     return done
+
+
+def _stuck_after(rs: ReportSettings) -> float:
+    # Long enough that a live assembler (log reads are bounded by
+    # read_timeout_s) has certainly finished.
+    return max(900.0, 10 * rs.read_timeout_s)
 
 
 def assemble_and_notify(
@@ -189,7 +198,7 @@ def sweep(settings: Any, *, node: str = "", now: Optional[float] = None) -> List
     rs = ReportSettings.coerce(settings)
     node = node or os.uname().nodename.split(".")[0]
     done_keys = []
-    for key in spool.overdue(rs.spool_dir, rs.gather_timeout_s, now):
+    for key in spool.overdue(rs.spool_dir, rs.gather_timeout_s, now, _stuck_after(rs)):
         done = assemble(None, settings, node=node, key=key, force=True, now=now)
         if done is None:
             continue

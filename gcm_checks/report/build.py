@@ -22,7 +22,9 @@ def collect_logs(job: JobInfo, settings: ReportSettings) -> List[Dict[str, Any]]
 
     logs: List[Dict[str, Any]] = []
     left = max(0, int(settings.log_total_bytes))
-    wanted = [("stdout", job.stdout), ("stderr", job.stderr)]
+    wanted = [("stdout", job.stdout)]
+    if job.stderr and job.stderr != job.stdout:
+        wanted.append(("stderr", job.stderr))
     for name, path in wanted:
         if not path:
             continue

@@ -6,6 +6,7 @@ every node of a job sees the others' files)::
     <job key>/job.json            the JobInfo (each node writes the same)
     <job key>/nodes/<node>.json   one node's evidence, written atomically
     <job key>/claimed             created with O_CREAT|O_EXCL by the assembler
+    <job key>/assembled           written once the report is on disk
 
 A node's epilog writes its evidence, then lists ``nodes/``. If every node of
 the job is there (or ``gather_timeout_s`` has passed since the first one
@@ -14,7 +15,8 @@ also on NFSv3+ (open(2)). Because each node writes before it lists, the last
 node to finish always sees all files, so a complete job is always assembled
 by somebody's epilog. Nodes that never report (node died) are covered by
 ``overdue``: the next ``notify flush`` or health run on any node assembles
-the job with the evidence it has and names the missing nodes.
+the job with the evidence it has and names the missing nodes. An assembler
+that died between claim and report is retried once (``stuck``).
 """
 
 from __future__ import annotations
@@ -91,9 +93,9 @@ def ready(job: JobInfo, contributions: Mapping[str, Any], gather_timeout_s: floa
     return bool(contributions) and now - first >= gather_timeout_s
 
 
-def claim(spool_dir: str, key: str, node: str) -> bool:
-    """True for exactly one caller per job key, ever."""
-    path = os.path.join(job_dir(spool_dir, key), "claimed")
+def claim(spool_dir: str, key: str, node: str, name: str = "claimed") -> bool:
+    """True for exactly one caller per job key and claim name, ever."""
+    path = os.path.join(job_dir(spool_dir, key), name)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     except FileExistsError:
@@ -106,6 +108,27 @@ def claim(spool_dir: str, key: str, node: str) -> bool:
     return True
 
 
+def mark_assembled(spool_dir: str, key: str, node: str, report_path: str) -> None:
+    doc = {"node": node, "at": time.time(), "report": report_path}
+    atomic_write(os.path.join(job_dir(spool_dir, key), "assembled"), json.dumps(doc).encode(), mode=0o644)
+
+
+def stuck(spool_dir: str, key: str, after_s: float, now: Optional[float] = None) -> bool:
+    """Claimed long ago but never assembled: the assembler died in between.
+
+    One retry is allowed (claim name ``claimed.retry``), so a crash costs a
+    delay, not the report, and two sweepers still cannot both assemble.
+    """
+    d = job_dir(spool_dir, key)
+    if os.path.exists(os.path.join(d, "assembled")) or os.path.exists(os.path.join(d, "claimed.retry")):
+        return False
+    try:
+        at = os.stat(os.path.join(d, "claimed")).st_mtime
+    except OSError:
+        return False
+    return (time.time() if now is None else now) - at >= after_s
+
+
 def claimed_by(spool_dir: str, key: str) -> Optional[Dict[str, Any]]:
     try:
         with open(os.path.join(job_dir(spool_dir, key), "claimed"), "rb") as f:
@@ -114,18 +137,21 @@ def claimed_by(spool_dir: str, key: str) -> Optional[Dict[str, Any]]:
         return None
 
 
-def overdue(spool_dir: str, gather_timeout_s: float, now: Optional[float] = None) -> List[str]:
-    """Job keys nobody claimed that are now ready (complete or timed out)."""
+def overdue(spool_dir: str, gather_timeout_s: float, now: Optional[float] = None, stuck_after_s: float = 900.0) -> List[str]:
+    """Job keys nobody claimed that are now ready (complete or timed out),
+    plus claimed ones whose assembler died (``stuck``)."""
     out = []
     try:
         keys = sorted(os.listdir(spool_dir))
     except FileNotFoundError:
         return out
     for key in keys:
-        if os.path.exists(os.path.join(spool_dir, key, "claimed")):
-            continue
         job = read_job(spool_dir, key)
         if job is None:
+            continue
+        if os.path.exists(os.path.join(spool_dir, key, "claimed")):
+            if stuck(spool_dir, key, stuck_after_s, now):
+                out.append(job.key)
             continue
         if ready(job, read_contributions(spool_dir, key), gather_timeout_s, now):
             out.append(job.key)
@@ -133,10 +159,9 @@ def overdue(spool_dir: str, gather_timeout_s: float, now: Optional[float] = None
 
 
 def prune(spool_dir: str, older_than_s: float, now: Optional[float] = None) -> int:
-    """Remove claimed job dirs older than ``older_than_s``; returns how many.
+    """Remove assembled job dirs older than ``older_than_s``; returns how many.
 
-    Only claimed ones: the report is on disk by then (written before the
-    claim's notifications), so nothing is lost.
+    Only assembled ones: their report is on disk, so nothing is lost.
     """
     import shutil
 
@@ -147,7 +172,7 @@ def prune(spool_dir: str, older_than_s: float, now: Optional[float] = None) -> i
     except FileNotFoundError:
         return 0
     for key in keys:
-        c = os.path.join(spool_dir, key, "claimed")
+        c = os.path.join(spool_dir, key, "assembled")
         try:
             if now - os.stat(c).st_mtime >= older_than_s:
                 shutil.rmtree(os.path.join(spool_dir, key), ignore_errors=True)
