@@ -41,6 +41,9 @@ REAL_LINES = [
      149, "00000019:01:00.0", None, None),
     # no bus id at all
     ("NVRM: Xid: 79, GPU has fallen off the bus.", 79, None, None, None),
+    ("NVRM: Xid (GPU-4f1c2b8e-0000): 48, DBE", 48, None, None, None),
+    # a mangled bus id is dropped, the code is not misread as 0000
+    ("NVRM: Xid (PCI:0000:2a:): 95, Uncontained", 95, None, None, None),
 ]
 
 

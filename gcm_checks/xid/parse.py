@@ -30,7 +30,7 @@ _RE_XID = re.compile(
     r"NVRM: Xid \((?:PCI:)?(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\)\s*:\s*(?P<xid>\d+)\s*,?\s?(?P<rest>.*)"
 )
 # Anything else that still names an Xid number ("NVRM: Xid: 79, ...", "NVRM: Xid (GPU-uuid): 79, ...").
-_RE_XID_LOOSE = re.compile(r"NVRM: Xid\b[^:]*:\s*(?P<xid>\d+)\b\s*,?\s?(?P<rest>.*)")
+_RE_XID_LOOSE = re.compile(r"NVRM: Xid(?: \([^)]*\))?\s*:\s*(?P<xid>\d+)\s*,\s?(?P<rest>.*)")
 _RE_PID = re.compile(r"\bpid=(?:'<unknown>'|(?P<pid>\d+))")
 _RE_NAME = re.compile(r"\bname=(?P<name><unknown>|[^,\s]+)")
 # NVLink5 (144-150): "<sub> <Fatal|Nonfatal|Link Fatal> XC<n> i<n> Link <n> (<intrInfo> <errorStatus> ...)"
