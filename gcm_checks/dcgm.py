@@ -193,6 +193,73 @@ def could_not_tell(level: int, source: str, problem: str, duration_s: float = 0.
 
 
 # --------------------------------------------------------------------------
+# What a failure means: DCGM's own severity and category for each error
+
+
+class Finding(str, enum.Enum):
+    HARDWARE = "hardware"  # the GPU is bad: fail (drains)
+    SOFTWARE = "software"  # DCGM/CUDA/the harness could not test: unknown
+    CONFIG = "config"  # a node setting (persistence mode, env, ECC off): warn
+    MONITOR = "monitor"  # DCGM says "can still perform workload": warn
+
+
+# dcgmErrorSeverity_t / dcgmErrorCategory_t (DCGM dcgmlib/dcgm_errors.h).
+_SEV_MONITOR, _SEV_ISOLATE, _SEV_TRIAGE, _SEV_CONFIG, _SEV_RESET = 1, 2, 4, 5, 6
+_CAT_SOFTWARE = {3, 4, 5, 6, 7, 8, 16}  # config, library, xid, cuda, eud, other, internal
+_CAT_SOFTWARE_CONFIG = 3
+
+# For outputs that carry an error_id but no severity (DCGM 2.x), the
+# severity/category DCGM itself assigns (dcgmlib/src/dcgm_errors.c,
+# dcgmErrorMeta). Ids absent here fail, trusting DCGM's "Fail".
+_CONFIG_IDS = {18, 20, 23, 28, 29, 46, 47, 48, 55, 60, 68, 72, 78, 82, 96}
+_MONITOR_IDS = {5, 10, 11, 12, 16, 17, 19, 26, 27, 32, 34, 40, 41, 42, 43, 51, 53, 61, 69, 74, 75, 76, 108}
+_SOFTWARE_IDS = {1, 2, 21, 22, 44, 49, 54, 56, 59, 64, 65, 66, 67, 73, 77, 89, 90, 91, 92, 93, 94, 97}
+
+
+def classify_error(err: "DiagError") -> Finding:
+    """What one DCGM error says about the hardware.
+
+    DCGM attaches a severity to every error: ISOLATE/RESET mean "take the GPU
+    out", MONITOR means "can still run work", CONFIG means "fix the setting"
+    (a real DCGM 4.2.3 level-1 run fails ``software`` for persistence mode
+    being off: draining for that would be wrong, rule 2). TRIAGE is hardware
+    only in a hardware category; in a software one (CUDA context, EUD
+    harness, internal) DCGM could not test, which is ``unknown``.
+    """
+    sev, cat = err.severity, err.category
+    if sev is None and err.error_id is not None:
+        eid = err.error_id
+        if eid in _CONFIG_IDS:
+            return Finding.CONFIG
+        if eid in _MONITOR_IDS:
+            return Finding.MONITOR
+        if eid in _SOFTWARE_IDS:
+            return Finding.SOFTWARE
+        return Finding.HARDWARE
+    if sev in (_SEV_ISOLATE, _SEV_RESET):
+        return Finding.HARDWARE
+    if sev == _SEV_CONFIG or cat == _CAT_SOFTWARE_CONFIG:
+        return Finding.CONFIG
+    if sev == _SEV_MONITOR:
+        return Finding.MONITOR
+    if cat in _CAT_SOFTWARE:
+        return Finding.SOFTWARE
+    return Finding.HARDWARE
+
+
+def entry_finding(entry: "DiagEntry") -> Finding:
+    """The worst finding among a failed entry's errors (no errors: hardware,
+    trusting DCGM's own Fail)."""
+    if not entry.errors:
+        return Finding.HARDWARE
+    found = {classify_error(e) for e in entry.errors}
+    for f in (Finding.HARDWARE, Finding.SOFTWARE, Finding.CONFIG, Finding.MONITOR):
+        if f in found:
+            return f
+    return Finding.HARDWARE
+
+
+# --------------------------------------------------------------------------
 # Parsing (pure: text in, report out)
 
 

@@ -1,10 +1,11 @@
 """DCGM diagnostics after a job (epilog) and during qualification.
 
 The gatherer runs the diag once (bounded); the check only judges the report:
-one ``fail`` per GPU that failed any test, naming the test, DCGM's error id and
-its text; ``warn`` per GPU that only warned; ``unknown`` when DCGM could not
-tell us anything. "dcgmi missing" and "nv-hostengine down" are ``unknown``:
-they say nothing about the GPUs (rule 2).
+one result per GPU that did not pass, naming the test, DCGM's error id and its
+text. A GPU fails only when DCGM's own severity for the error says the
+hardware is bad; a node setting (persistence mode off) or "can still perform
+workload" warns. "dcgmi missing", "nv-hostengine down" and DCGM's own
+machinery failing are ``unknown``: they say nothing about the GPUs (rule 2).
 
 Simulation: a scenario (``ctx.sim``) replaces dcgmi with its ``dcgm_diag`` key
 (see ``gcm_checks.dcgm.CannedBackend``). A scenario without that key behaves
@@ -16,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from gcm_checks.registry import gatherer, register
-from gcm_checks.result import CheckResult, failed, passed, unknown, warned
+from gcm_checks.result import CheckResult, Status, passed, unknown
 
 CHECK_ID = "dcgm.diag"
 
@@ -67,7 +68,13 @@ def gather_dcgm(ctx: Any):
 
 @register(CHECK_ID, tags=["epilog", "qualify"], needs="dcgm")
 def check_dcgm_diag(report: Any, settings: Any) -> List[CheckResult]:
-    """Every GPU's DCGM diag results: fail per failed GPU, warn per warned GPU."""
+    """Every GPU's DCGM diag results, one result per GPU that did not pass.
+
+    A failed test fails the GPU only when DCGM's own severity says the
+    hardware is bad; configuration findings and "can still perform workload"
+    warn, and failures of DCGM's own machinery (CUDA context, EUD harness,
+    internal errors) are unknown (gcm_checks.dcgm.classify_error).
+    """
     from gcm_checks.dcgm import DiagStatus
 
     if not report.ok:
@@ -76,45 +83,36 @@ def check_dcgm_diag(report: Any, settings: Any) -> List[CheckResult]:
     results: List[CheckResult] = []
     by_subject: Dict[str, list] = report.by_subject()
     for subject in sorted(by_subject, key=_subject_order):
-        entries = by_subject[subject]
-        bad = [e for e in entries if e.status is DiagStatus.FAIL]
-        warn = [e for e in entries if e.status is DiagStatus.WARN]
-        odd = [e for e in entries if e.status is DiagStatus.UNRECOGNISED]
+        judged = [(e, *_judge(e)) for e in by_subject[subject] if e.status not in (DiagStatus.PASS, DiagStatus.SKIP)]
+        if not judged:
+            continue
+        worst = max((st for _, st, _ in judged), key=lambda st: st.rank)
+        lead = [(e, kind) for e, st, kind in judged if st is worst]
         where = subject or "node"
-        details = {"level": report.level, "version": report.version, "entity": subject}
-        if bad:
-            results.append(
-                failed(
-                    CHECK_ID,
-                    f"DCGM diag level {report.level} failed on {where}: {_summarise(bad)}",
-                    subject,
-                    failures=[_entry_detail(e) for e in bad],
-                    warnings=[_entry_detail(e) for e in warn],
-                    **details,
-                )
+        text = _summarise(lead)
+        if worst is Status.FAIL:
+            message = f"DCGM diag level {report.level} failed on {where}: {text}"
+        elif worst is Status.UNKNOWN:
+            message = f"DCGM diag level {report.level} could not test {where}: {text}"
+        else:
+            message = f"DCGM diag level {report.level} warned on {where}: {text}"
+        others = len(judged) - len(lead)
+        if others:
+            message += f" (+{others} lesser finding{'s' if others > 1 else ''})"
+        results.append(
+            CheckResult(
+                CHECK_ID,
+                worst,
+                message,
+                subject,
+                details={
+                    "level": report.level,
+                    "version": report.version,
+                    "entity": subject,
+                    "findings": [_entry_detail(e, st, kind) for e, st, kind in judged],
+                },
             )
-        elif warn:
-            results.append(
-                warned(
-                    CHECK_ID,
-                    f"DCGM diag level {report.level} warned on {where}: {_summarise(warn)}",
-                    subject,
-                    warnings=[_entry_detail(e) for e in warn],
-                    **details,
-                )
-            )
-        elif odd:
-            # A status word we do not know (a future DCGM): say so rather
-            # than guess in either direction.
-            results.append(
-                unknown(
-                    CHECK_ID,
-                    f"DCGM diag level {report.level} on {where}: unrecognised status "
-                    + ", ".join(sorted({f"{e.test}={e.raw_status!r}" for e in odd})),
-                    subject,
-                    **details,
-                )
-            )
+        )
     if not results:
         ran = [e for e in report.entries if e.status is DiagStatus.PASS]
         gpus = report.gpu_ids()
@@ -130,6 +128,30 @@ def check_dcgm_diag(report: Any, settings: Any) -> List[CheckResult]:
     return results
 
 
+# What each finding kind means for the verdict, and how to say it.
+_FINDING_STATUS = {"hardware": Status.FAIL, "software": Status.UNKNOWN, "config": Status.WARN, "monitor": Status.WARN}
+_FINDING_WORDS = {
+    "hardware": "",
+    "software": "DCGM could not run it, not a hardware verdict: ",
+    "config": "node configuration, not hardware: ",
+    "monitor": "DCGM: can still run work, monitor: ",
+}
+
+
+def _judge(entry: Any):
+    """(status, finding kind) for one non-passing entry."""
+    from gcm_checks.dcgm import DiagStatus, entry_finding
+
+    if entry.status is DiagStatus.UNRECOGNISED:
+        # A status word we do not know (a future DCGM): say so rather than
+        # guess in either direction.
+        return Status.UNKNOWN, "unrecognised"
+    if entry.status is DiagStatus.WARN:
+        return Status.WARN, "warning"
+    kind = entry_finding(entry).value
+    return _FINDING_STATUS[kind], kind
+
+
 def _subject_order(subject: str):
     group, _, num = subject.rpartition(" ")
     return (group, int(num)) if num.isdigit() else (subject, -1)
@@ -137,17 +159,24 @@ def _subject_order(subject: str):
 
 def _summarise(entries: list, limit: int = 3) -> str:
     parts = []
-    for e in entries[:limit]:
+    for e, kind in entries[:limit]:
+        if kind == "unrecognised":
+            parts.append(f"test '{e.test}' reported unrecognised status {e.raw_status!r}")
+            continue
         err = "; ".join(x.describe() for x in e.errors) or "no detail from DCGM"
-        parts.append(f"test '{e.test}' ({err})")
+        parts.append(f"test '{e.test}' ({_FINDING_WORDS.get(kind, '')}{err})")
     more = len(entries) - limit
     return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
 
 
-def _entry_detail(e: Any) -> dict:
+def _entry_detail(e: Any, status: Status, kind: str) -> dict:
     return {
         "test": e.test,
         "category": e.category,
-        "status": e.raw_status,
-        "errors": [{"error_id": x.error_id, "text": x.text} for x in e.errors],
+        "dcgm_status": e.raw_status,
+        "verdict": status.value,
+        "finding": kind,
+        "errors": [
+            {"error_id": x.error_id, "severity": x.severity, "category": x.category, "text": x.text} for x in e.errors
+        ],
     }
