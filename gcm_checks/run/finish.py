@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from gcm_checks.run import status as st
 
@@ -41,21 +41,28 @@ def run_failed(report: dict) -> bool:
     return bool(ex.get("code")) or bool(report.get("alerts_fired"))
 
 
-def classify_run(log_path: str, exit_code: Optional[int], sig: Optional[int]) -> Dict[str, Any]:
-    """The classifier's verdict on the log tail, or why there is none."""
+def classify_run(log_path: str, exit_code: Optional[int], sig: Optional[int], lines_before: int = 0,
+                 lines_total: Optional[int] = None) -> Dict[str, Any]:
+    """The classifier's verdict on the log tail, or why there is none.
+
+    ``lines_total`` (lines in the log, when the wrapper counted them) lets
+    evidence point at the right line even though only the tail is read.
+    """
     try:
         from gcm_checks.classify import ClassifyInput, LogText, classify, read_tail
     except ImportError as e:
         return {"available": False, "error": f"classifier not available: {e}"}
     try:
-        text, truncated, first_line = _tail(read_tail, log_path)
+        text, truncated, _size = read_tail(log_path, TAIL_BYTES)
+        first_line = 1
+        if truncated and lines_total is not None:
+            first_line = max(1, lines_total - text.count("\n") + 1)
         inp = ClassifyInput(
             logs=[LogText(os.path.basename(log_path), text, first_line)],
             exit_code=None if sig else exit_code,
             signal=sig or None,
         )
-        c = classify(inp)
-        out = c.to_dict()
+        out = classify(inp).to_dict()
         out["available"] = True
         out["log_truncated"] = bool(truncated)
         return out
@@ -63,22 +70,13 @@ def classify_run(log_path: str, exit_code: Optional[int], sig: Optional[int]) ->
         return {"available": False, "error": f"classification failed: {type(e).__name__}: {e}"}
 
 
-def _tail(read_tail: Callable[..., Any], path: str) -> "tuple[str, bool, int]":
-    got = read_tail(path, TAIL_BYTES)
-    if isinstance(got, tuple):
-        text = got[0]
-        truncated = bool(got[1]) if len(got) > 1 else False
-        first = int(got[2]) if len(got) > 2 and isinstance(got[2], int) else 1
-        return text, truncated, max(1, first)
-    return str(got), False, 1
-
-
 def build_report(w: "Wrapper") -> dict:
     report = w.status_dict("exited")
     report["kind"] = "gcm-run-report"
     report["alerts_fired"] = [a.kind for a in w.state.alerts if a.kind != "resumed"]
     sig = w.state.signal
-    report["classification"] = classify_run(w.opts.log_path, w.state.exit_code, sig)
+    report["classification"] = classify_run(w.opts.log_path, w.state.exit_code, sig,
+                                            lines_total=w.state.log_lines)
     report["summary"] = summary_line(report)
     return report
 
@@ -123,6 +121,14 @@ def finish_run(w: "Wrapper") -> None:
         result = deliver(w, report, kind="exit", report_file=rpath if report_ok else None)
         w.state.notifications.append(result)
         w._write_status("exited")
+        if report_ok:
+            # The outcome belongs in the record too; the report itself was
+            # already durable before we tried.
+            report["notifications"] = list(w.state.notifications)
+            try:
+                st.write_json_atomic(rpath, report)
+            except OSError:
+                pass
 
 
 def should_notify(policy: str, failed: bool) -> bool:

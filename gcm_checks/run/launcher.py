@@ -48,7 +48,7 @@ class RunOptions:
     argv: List[str]
     log_path: str
     name: str = ""
-    notify_policy: str = "failure"
+    notify_policy: str = "on_failure"
     stall_after_s: Optional[float] = None
     silent_after_s: Optional[float] = None
     kill_on_stall: bool = False
@@ -89,6 +89,7 @@ class RunState:
     comment_info: Dict[str, object] = field(default_factory=dict)
     notifications: List[dict] = field(default_factory=list)
     output_bytes: int = 0
+    log_lines: Optional[int] = None  # lines in the log; None if it held older runs
     ended_wall: Optional[float] = None
 
 
@@ -138,6 +139,8 @@ class Wrapper:
             # Append: a requeued Slurm job reruns with the same log name, and
             # the first attempt's output is evidence too.
             self.log_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+            if os.fstat(self.log_fd).st_size == 0:
+                self.state.log_lines = 0
             os.fsync(self.log_fd)
             self._write_status("starting", durable=True)
             st.fsync_dir(d)
@@ -320,6 +323,8 @@ class Wrapper:
                     self.state.terminal_error = f"fd {dest} closed; output continues to the log only"
                 self._log_write(data)
                 self.state.output_bytes += len(data)
+                if self.state.log_lines is not None:
+                    self.state.log_lines += data.count(b"\n")
                 self.scanner.feed(data, time.monotonic(), time.time())
                 self._dirty = True
             now = time.monotonic()
@@ -468,6 +473,7 @@ class Wrapper:
             "exit": None if running else {"code": s.exit_code, "signal": _signame(s.signal),
                                           "signal_number": s.signal, "launch_error": s.launch_error},
             "output_bytes": s.output_bytes,
+            "notifications": list(s.notifications),
             "problems": [p for p in (s.log_error, s.terminal_error, s.status_error) if p],
             "comment": dict(s.comment_info, **({"last_error": self._poster.last_error, "sent": self._poster.sent}
                                                if self._poster else {})),
