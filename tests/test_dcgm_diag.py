@@ -342,7 +342,7 @@ def test_level_comes_from_settings_unless_the_runner_overrides(settings, overrid
     [
         ({}, 1000.0, dcgm.DEFAULT_TIMEOUT_S[1]),
         ({"dcgm.timeout_s": 30}, 1000.0, 30.0),
-        ({"dcgm.timeout_s": 30}, 11.0, 10.0),
+        ({"dcgm.timeout_s": 30}, 11.5, 10.0),
         ({}, 3.0, 0.0),
     ],
 )

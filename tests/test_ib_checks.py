@@ -372,3 +372,12 @@ def test_expected_ports_table(settings, expected):
 def test_malformed_expectation_is_an_error_not_a_silent_pass():
     with pytest.raises(ValueError, match="infiniband.expected"):
         ibchecks.expected_ports(_Settings({"infiniband.expected": [{"ports": [1]}]}))
+
+
+def test_logically_down_with_physical_link_up_points_at_the_subnet_manager(tmp_path):
+    # Real case (corpus: network-operator249_ibstat_state_down_phys_linkup):
+    # "State: Down / Physical state: LinkUp", Base lid 65535 (no SM).
+    root = _ndr_node(tmp_path / "r", mlx5_6={"state": "DOWN", "phys_state": "LinkUp"})
+    results = _run_all(ibchecks.gather_ib(_ctx(root, tmp_path / "s")), EIGHT_RAILS)
+    assert _bad(results) == [("ib.port.state", "mlx5_6 port 1")]
+    assert "subnet manager" in next(r for r in results if r.status is Status.FAIL).message

@@ -41,7 +41,9 @@ def diag_timeout(ctx: Any, level: int) -> float:
     timeout = float(configured) if configured else DEFAULT_TIMEOUT_S.get(level, 120.0)
     remaining = getattr(ctx, "remaining", None)
     if callable(remaining):
-        left = float(remaining()) - 1.0  # leave a second to judge and report
+        # Leave room for the kill (proc waits up to 1 s for a killed child)
+        # plus judging, inside the runner's own gather deadline.
+        left = float(remaining()) - 1.5
         if left < _MIN_START_S:
             return 0.0
         timeout = min(timeout, left)

@@ -264,6 +264,10 @@ def check_port_state(facts: IbFacts, settings: Any) -> List[CheckResult]:
             hint = _STATE_HINTS.get(p.state, "port not active")
             if p.state == "DOWN" and p.phys_state in _PHYS_HINTS:
                 hint = _PHYS_HINTS[p.phys_state]
+            elif p.state == "DOWN" and p.phys_state.lower() == "linkup":
+                # Seen in the wild (Mellanox/network-operator#249): the cable
+                # is fine, but no subnet manager ever brought the port up.
+                hint = "physical link is up but the port is logically down (no subnet manager has configured it); check opensm/UFM and the switch"
             scope = "" if e is not None else " (port not listed in infiniband.expected)"
             results.append(
                 _result(cid, _severity(plan, e), f"state {p.state} / phys_state {p.phys_state or '?'}: {hint}{scope}", p.subject, state=p.state, phys_state=p.phys_state)
