@@ -118,6 +118,21 @@ SCHEMA: Dict[str, Any] = {
         "give_up_after_s": Key("float", 604800.0, "Move a message to outbox/dead (kept) after this long.", minimum=0),
         "outbox_dir": Key("str", "", "Overrides report.outbox_dir when set."),
     },
+    "qualify": {
+        "results_dir": Key("str", "/var/lib/gcm-checks/qualify", "Where qualify writes its versioned JSON result files; a cluster filesystem in production, so fleet report can read every node's."),
+        "level": Key("str", "standard", "Default level for 'gcm-checks qualify'.", choices=("quick", "standard", "deep")),
+        "levels": Key("dict", {}, "Per-level overrides: {quick|standard|deep: {suites, dcgm_level, probe_s, budget_s}}."),
+        "probe": Key("str", "auto", "Performance probe: auto (torch, then cupy, then dcgm), torch, cupy, dcgm or none.", choices=("auto", "torch", "cupy", "dcgm", "none")),
+        "fraction": Key("float", 0.85, "A GPU below this fraction of its model's baseline fails.", minimum=0.0),
+        "sibling_threshold": Key("float", 0.10, "A GPU this fraction below the median of the node's other GPUs fails, baseline or not.", minimum=0.0),
+        "baselines": Key("dict", {}, "Baseline overrides by model key or exact NVML name: {H100-SXM: {gemm_tflops, mem_bw_gbps}}."),
+    },
+    "telemetry": {
+        "prometheus_textfile_dir": Key("str", None, "node_exporter --collector.textfile.directory: gcm_checks_<mode>.prom is written there atomically; null = off.", nullable=True),
+        "otlp_endpoint": Key("str", None, "OTLP/HTTP endpoint base URL (http://collector:4318); null = off. Needs gcm-checks[otlp].", nullable=True),
+        "otlp_timeout_s": Key("float", 2.0, "Deadline for one OTLP export.", minimum=0.1),
+        "otlp_headers": Key("dict", {}, "Extra HTTP headers for the OTLP exporter (auth tokens)."),
+    },
     "nodes": Key("list", [], "Per-node overrides: [{match: 'gpu[001-128]' | [patterns], set: {section: {key: value}}}]."),
 }
 
@@ -248,7 +263,7 @@ def parse_file(path: str) -> Dict[str, Any]:
 
     try:
         with open(path, "r", encoding="utf-8") as f:
-            data = yaml.safe_load(f)
+            data = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml when built in
     except FileNotFoundError:
         raise ConfigError(path, "(file)", "an existing readable file") from None
     except yaml.YAMLError as e:

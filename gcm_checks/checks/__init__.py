@@ -1,28 +1,35 @@
 """Every check module, imported in one place (a registry you can grep).
 
 Each module registers its checks and gatherer with gcm_checks.registry on
-import and keeps heavy imports inside functions (the prolog imports all of
-these before every job).
+import and keeps heavy imports inside functions. ``MODULES`` also says which
+suites a module contributes to, so the prolog - run before every job - imports
+only what it runs (rule 7); ``tests/test_core_registry.py`` keeps this table
+honest against the tags the checks actually register.
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import Optional
 
-MODULES = (
-    "gcm_checks.checks.gpu",
-    "gcm_checks.checks.ib",
-    "gcm_checks.checks.dcgm",
-    "gcm_checks.checks.xid",
-)
+ALL = frozenset({"prolog", "epilog", "health", "qualify"})
 
-_loaded = False
+# module -> suites (tags) its checks belong to
+MODULES = {
+    "gcm_checks.checks.gpu": ALL,
+    "gcm_checks.checks.ib": ALL,
+    "gcm_checks.checks.dcgm": frozenset({"epilog", "qualify"}),
+    "gcm_checks.checks.xid": frozenset({"epilog", "health"}),
+    "gcm_checks.checks.perf": frozenset({"qualify"}),
+}
+
+_loaded: set = set()
 
 
-def load_all() -> None:
-    global _loaded
-    if _loaded:
-        return
-    for name in MODULES:
+def load_all(tag: Optional[str] = None) -> None:
+    """Import the check modules for ``tag`` (all of them when None)."""
+    for name, tags in MODULES.items():
+        if name in _loaded or (tag is not None and tag not in tags):
+            continue
         importlib.import_module(name)
-    _loaded = True
+        _loaded.add(name)

@@ -1,0 +1,80 @@
+"""Telemetry sinks: Prometheus textfile collector and OTLP.
+
+Both are sinks in the same pipeline as notifications (STYLE.md practice 8):
+they run after the verdict is decided and the report is on disk, each on its
+own, and neither can change a verdict or an exit code - ``export`` never
+raises. Nothing is imported until a sink is configured (rule 7).
+
+Wiring (prolog, epilog, health, qualify)::
+
+    from gcm_checks import telemetry
+    telemetry.export(results, settings, mode="epilog", node=node, job_id=job_id,
+                     xids=xid_events, drained=drain_outcome_is_ours)
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, Iterable, Optional
+
+
+def export(
+    results: Iterable[Any],
+    settings: Any,
+    *,
+    mode: str,
+    node: str,
+    job_id: Optional[str] = None,
+    xids: Optional[Iterable[Any]] = None,
+    drained: Optional[bool] = None,
+    when: Optional[float] = None,
+    log: Any = None,
+) -> Dict[str, str]:
+    """Send one run to every configured sink. Returns {sink: "ok" | error}; never raises."""
+    outcome: Dict[str, str] = {}
+    try:
+        textfile_dir = settings.get("telemetry.prometheus_textfile_dir")
+        endpoint = settings.get("telemetry.otlp_endpoint")
+        if not textfile_dir and not endpoint:
+            return outcome
+        from gcm_checks.telemetry.model import build
+
+        samples, events = build(list(results), mode=mode, node=node, when=when if when is not None else time.time(),
+                                job_id=job_id, xids=xids, drained=drained)
+    except Exception as e:  # noqa: BLE001 - telemetry never breaks a run
+        outcome["telemetry"] = f"error: {type(e).__name__}: {e}"
+        _log(log, "telemetry", outcome["telemetry"])
+        return outcome
+    if textfile_dir:
+        try:
+            from gcm_checks.telemetry import prometheus
+
+            prometheus.write(str(textfile_dir), mode, samples)
+            outcome["prometheus"] = "ok"
+        except Exception as e:  # noqa: BLE001
+            outcome["prometheus"] = f"error: {type(e).__name__}: {e}"
+    if endpoint:
+        try:
+            from gcm_checks.telemetry import otlp
+
+            otlp.export(samples, events, endpoint=str(endpoint), node=node, mode=mode,
+                        timeout=float(settings.get("telemetry.otlp_timeout_s", 2.0) or 2.0),
+                        headers=settings.get("telemetry.otlp_headers", {}) or {})
+            outcome["otlp"] = "ok"
+        except ImportError as e:
+            outcome["otlp"] = f"error: opentelemetry-sdk not installed ({e}); pip install gcm-checks[otlp]"
+        except Exception as e:  # noqa: BLE001
+            outcome["otlp"] = f"error: {type(e).__name__}: {e}"
+    for sink, what in outcome.items():
+        if what != "ok":
+            _log(log, sink, what)
+    return outcome
+
+
+def _log(log: Any, sink: str, what: str) -> None:
+    if log is None:
+        return
+    try:
+        log.warning("telemetry_failed", sink=sink, error=what)
+    except Exception:  # noqa: BLE001
+        pass
