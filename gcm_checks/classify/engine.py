@@ -263,7 +263,8 @@ def structured_hits(inp: ClassifyInput) -> List[Hit]:
         state = _REASON_RULES.get(inp.reason.strip().lower().replace(" ", ""), state)
     if state in _STATE_RULES:
         rid, cat, rank, conf, says = _STATE_RULES[state]
-        add(rid, cat, rank, conf, "slurm", f"State={inp.state or state} Reason={inp.reason or ''}".strip(), says)
+        shown = f"State={inp.state or state}" + (f" Reason={inp.reason}" if inp.reason else "")
+        add(rid, cat, rank, conf, "slurm", shown, says)
 
     sig = inp.signal or 0
     code = inp.exit_code

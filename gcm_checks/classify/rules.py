@@ -262,7 +262,7 @@ RULES: Tuple[Rule, ...] = (
           "datasetnotfounderror", "emptydataerror", "error tokenizing data", "unicodedecodeerror",
           "couldn't find a dataset", "unpicklingerror", "ran out of input", "badzipfile",
           "failed finding central directory", "failed reading zip archive", "invalid load key"),
-         r"UnidentifiedImageError|DecompressionBombError|Image file is truncated|ArrowInvalid|ArrowTypeError"
+         r"UnidentifiedImageError|DecompressionBombError|[Ii]mage file is truncated|ArrowInvalid|ArrowTypeError"
          r"|JSONDecodeError|JSON parse error|DatasetGenerationError|DatasetNotFoundError|EmptyDataError"
          r"|Error tokenizing data|UnicodeDecodeError|Couldn't find a dataset|UnpicklingError"
          r"|EOFError: Ran out of input|BadZipFile|failed finding central directory|failed reading zip archive"
