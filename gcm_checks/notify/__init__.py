@@ -17,7 +17,8 @@ from typing import Any, Dict, List, Mapping, Optional
 from gcm_checks.notify.config import Channel, NotifySettings
 from gcm_checks.notify.outbox import FlushSummary, Outbox
 
-__all__ = ["NotifySettings", "Channel", "Outbox", "FlushSummary", "enqueue_report", "flush", "spawn_flush", "outbox_for", "idempotency_key"]
+__all__ = ["NotifySettings", "Channel", "Outbox", "FlushSummary", "enqueue_report", "flush", "spawn_flush", "outbox_for",
+           "idempotency_key", "notify_run"]
 
 
 def outbox_for(settings: Any) -> Outbox:
@@ -77,6 +78,13 @@ def enqueue_report(report: Mapping[str, Any], job: Any, settings: Any, now: Opti
         added = box.enqueue(key, ch.name, build_payload(ch, report, to), job_key=job.key, now=now)
         out[key] = "queued" if added else "already known"
     return out
+
+
+def notify_run(payload: Mapping[str, Any], kind: str = "exit", **kw: Any) -> Dict[str, Any]:
+    """gcm-run's hook (gcm_checks.run.finish.default_notifier); see notify/runs.py."""
+    from gcm_checks.notify.runs import notify_run as _notify_run
+
+    return _notify_run(payload, kind, **kw)
 
 
 def _sender(ns: NotifySettings):
