@@ -1,0 +1,135 @@
+"""gcm-run notifications through the real ``gcm_checks.notify`` pipeline:
+a real HTTP server as the webhook, the real outbox, a real wrapper process."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("gcm_checks.notify")
+from gcm_checks import notify  # noqa: E402
+
+if not hasattr(notify, "build_payload"):  # pragma: no cover
+    pytest.skip("gcm_checks.notify without build_payload", allow_module_level=True)
+
+REPO = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+
+class Hook:
+    def __init__(self):
+        self.bodies = []
+        hook = self
+
+        class H(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                n = int(self.headers.get("Content-Length") or 0)
+                hook.bodies.append(json.loads(self.rfile.read(n)))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), H)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def hook():
+    h = Hook()
+    yield h
+    h.close()
+
+
+def closed_port_url() -> str:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}/nobody"
+
+
+def write_config(tmp_path: Path, url: str, policy: str = "on_failure", outbox: str = "") -> Path:
+    cfg = tmp_path / "gcm.yaml"
+    cfg.write_text(
+        f"report:\n  outbox_dir: {outbox or tmp_path / 'outbox'}\n"
+        f"notify:\n  policy: {{default: {policy}}}\n"
+        f"  channels:\n    - {{name: hook, type: webhook, url: '{url}', timeout_s: 2}}\n"
+    )
+    return cfg
+
+
+def gcm_run(tmp_path: Path, cfg: Path, *args: str, cmd, extra_env=None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env.update(PYTHONPATH=str(REPO), GCM_RUN_INDEX=str(tmp_path / "index"), GCM_CHECKS_CONFIG=str(cfg))
+    env.update(extra_env or {})
+    argv = [PY, "-m", "gcm_checks.run_cli", "--log", str(tmp_path / "run.log"), *args, "--", *cmd]
+    return subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, timeout=120)
+
+
+def report(tmp_path: Path) -> dict:
+    return json.loads((tmp_path / "run.log.report.json").read_text())
+
+
+def test_failed_run_is_delivered_to_the_webhook(tmp_path, hook):
+    cfg = write_config(tmp_path, hook.url)
+    cmd = [PY, "-c", "import sys; print('step 7/10 loss=0.5'); print('RuntimeError: CUDA out of memory.', file=sys.stderr); sys.exit(1)"]
+    r = gcm_run(tmp_path, cfg, cmd=cmd)
+    assert r.returncode == 1
+    assert len(hook.bodies) == 1
+    body = hook.bodies[0]
+    assert body["event"] == "job_report"
+    assert "FAILED" in body["summary"]
+    rep = report(tmp_path)
+    assert rep["notifications"][0]["ok"] is True
+    assert list(rep["notifications"][0]["result"]["items"].values()) == ["queued"]
+
+
+def test_success_is_not_sent_on_failure_policy_but_is_with_always(tmp_path, hook):
+    cfg = write_config(tmp_path, hook.url)
+    assert gcm_run(tmp_path, cfg, cmd=["true"]).returncode == 0
+    assert hook.bodies == []
+    assert gcm_run(tmp_path, cfg, "--notify", "always", cmd=["true"]).returncode == 0
+    assert len(hook.bodies) == 1  # --notify always travels as gcm:notify=always
+
+
+def test_relay_down_keeps_the_message_in_the_outbox_and_the_exit_status(tmp_path):
+    cfg = write_config(tmp_path, closed_port_url())
+    r = gcm_run(tmp_path, cfg, cmd=["sh", "-c", "exit 6"])
+    assert r.returncode == 6
+    pending = list((tmp_path / "outbox" / "pending").glob("*.json"))
+    assert len(pending) == 1
+    item = json.loads(pending[0].read_text())
+    assert "gcm-run" in item["key"] and item["attempts"] >= 1
+
+
+def test_stall_alert_is_delivered_while_running(tmp_path, hook):
+    cfg = write_config(tmp_path, hook.url)
+    code = "import time\nprint('step 40/100', flush=True)\ntime.sleep(2.0)\nprint('step 41/100')"
+    r = gcm_run(tmp_path, cfg, "--stall-after", "0.5s", "--silent-after", "1h", cmd=[PY, "-c", code])
+    assert r.returncode == 0
+    texts = [b.get("summary", "") for b in hook.bodies]
+    assert any("stalled since" in t and "40/100" in t for t in texts), texts
+
+
+def test_unwritable_site_outbox_falls_back_to_a_per_user_outbox(tmp_path):
+    (tmp_path / "afile").write_text("not a directory")
+    cfg = write_config(tmp_path, closed_port_url(), outbox=str(tmp_path / "afile" / "outbox"))
+    r = gcm_run(tmp_path, cfg, cmd=["sh", "-c", "exit 2"])
+    assert r.returncode == 2
+    # GCM_RUN_INDEX is tmp_path/index, so the user's outbox is tmp_path/outbox.
+    assert len(list((tmp_path / "outbox" / "pending").glob("*.json"))) == 1
