@@ -39,6 +39,8 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from typing import IO, Iterator, List, Optional, Tuple
 
 DEFAULT_CONTAINS = b"NVRM"
+XID_MARK = b"NVRM: Xid"  # what the fast file path searches for
+FOLLOW_LINES = 4  # lines after an XID examined for its continuation
 _CHUNK = 8 << 20  # 8 MiB reads: few syscalls, bounded memory
 _MAX_LINE = 1 << 20  # a "line" longer than this is binary junk; skip it
 _KMSG_RECORD = 16384  # kmsg returns one record per read; records are < 8 KiB
@@ -235,16 +237,22 @@ def in_window(ts: Optional[float], resolution: float, since: Optional[float], un
 def iter_lines_file(
     f: IO[bytes],
     *,
-    contains: Optional[bytes] = DEFAULT_CONTAINS,
+    contains: Optional[bytes] = XID_MARK,
+    follow: int = 0,
+    follow_contains: bytes = DEFAULT_CONTAINS,
     chunk_size: int = _CHUNK,
 ) -> Iterator[str]:
     """Candidate lines of a binary stream, decoded; memory bounded by chunk_size.
 
     With ``contains`` only lines holding that byte string are decoded: the
     search runs over the raw chunk (``bytes.find`` is a C loop), so lines
-    without it cost almost nothing.
+    without it cost almost nothing. ``follow`` > 0 also yields, among the
+    ``follow`` lines after each hit, those holding ``follow_contains``: the
+    continuation of a multi-line NVRM message, found without decoding every
+    NVRM line of the file.
     """
     tail = b""
+    left = [0]  # follow lines still to examine, carried across chunks
     while True:
         chunk = f.read(chunk_size)
         if not chunk:
@@ -257,12 +265,13 @@ def iter_lines_file(
         tail = buf[last_nl + 1:]
         if len(tail) > _MAX_LINE:
             tail = b""
-        yield from _candidates(buf, last_nl + 1, contains)
+        yield from _candidates(buf, last_nl + 1, contains, follow, follow_contains, left)
     if tail:
-        yield from _candidates(tail + b"\n", len(tail) + 1, contains)
+        yield from _candidates(tail + b"\n", len(tail) + 1, contains, follow, follow_contains, left)
 
 
-def _candidates(buf: bytes, end: int, contains: Optional[bytes]) -> Iterator[str]:
+def _candidates(buf: bytes, end: int, contains: Optional[bytes], follow: int, follow_contains: bytes,
+                left: List[int]) -> Iterator[str]:
     if contains is None:
         start = 0
         while start < end:
@@ -271,13 +280,29 @@ def _candidates(buf: bytes, end: int, contains: Optional[bytes]) -> Iterator[str
             yield buf[start:nl].decode("utf-8", "replace").rstrip("\r")
             start = nl + 1
         return
-    pos = buf.find(contains, 0, end)
-    while pos >= 0:
-        start = buf.rfind(b"\n", 0, pos) + 1
-        nl = buf.find(b"\n", pos, end)
+    pos = 0  # always the start of a line
+    while pos < end:
+        while left[0] > 0 and pos < end:
+            nl = buf.find(b"\n", pos, end)
+            nl = end - 1 if nl < 0 else nl
+            line = buf[pos:nl]
+            if contains in line:
+                left[0] = 0  # a new hit: the search below takes it
+                break
+            if follow_contains in line:
+                yield line.decode("utf-8", "replace").rstrip("\r")
+            left[0] -= 1
+            pos = nl + 1
+        hit = buf.find(contains, pos, end)
+        if hit < 0:
+            return
+        r = buf.rfind(b"\n", pos, hit)
+        start = r + 1 if r >= 0 else pos
+        nl = buf.find(b"\n", hit, end)
         nl = end - 1 if nl < 0 else nl
         yield buf[start:nl].decode("utf-8", "replace").rstrip("\r")
-        pos = buf.find(contains, nl + 1, end)
+        left[0] = follow
+        pos = nl + 1
 
 
 def _open_log_file(path: str) -> IO[bytes]:
@@ -303,12 +328,13 @@ def read_file(
     *,
     since: Optional[float] = None,
     until: Optional[float] = None,
-    contains: Optional[bytes] = DEFAULT_CONTAINS,
+    contains: Optional[bytes] = XID_MARK,
     boot: Optional[float] = None,
     tz: Optional[tzinfo] = None,
     coverage: Optional[Coverage] = None,
 ) -> Iterator[KernelLine]:
-    """Stream a kernel log file, yielding candidate lines in the window.
+    """Stream a kernel log file, yielding candidate lines in the window:
+    XID lines and the NVRM lines right after them (their continuation).
 
     ``boot`` converts ``[ 123.456]`` stamps; by default the current boot's
     time is used (right for ``dmesg > file`` on this node since its last
@@ -319,7 +345,8 @@ def read_file(
     cov.source = cov.source or f"file:{path}"
     ctx = StampContext(boot_time=boot if boot is not None else boot_time(), tz=tz, ref=until)
     try:
-        yield from _stamped(iter_lines_file(f, contains=contains), ctx, since, until, cov)
+        lines = iter_lines_file(f, contains=contains, follow=FOLLOW_LINES if contains is not None else 0)
+        yield from _stamped(lines, ctx, since, until, cov)
     except OSError as e:
         raise KernelLogUnavailable(f"{path}: read failed: {e}") from None
     finally:

@@ -140,16 +140,52 @@ def test_read_file_drops_undated_lines_in_a_window_and_counts_them(tmp_path):
     assert len(list(kl.read_file(str(p), tz=UTC))) == 2  # no window: both
 
 
-@pytest.mark.parametrize("chunk", [1, 7, 64, 4096])
+def _body() -> bytes:
+    out = []
+    for i in range(300):
+        k = i % 10
+        if k == 0:
+            out.append(b"[%d.0] NVRM: Xid (PCI:0000:3b:00): 79, n%d" % (i, i))
+        elif k == 1:
+            out.append(b"[%d.0] NVRM: continuation of %d" % (i, i - 1))
+        elif k == 6:
+            out.append(b"[%d.0] NVRM: unrelated, 6 lines after" % i)
+        else:
+            out.append(b"[%d.0] eth0: noise %d" % (i, i))
+    return b"\n".join(out) + b"\nNVRM: Xid (PCI:0000:3b:00): 13, last line without newline"
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 4096, 1 << 20])
 def test_streaming_is_exact_across_chunk_boundaries(chunk):
     import io
 
-    body = b"".join(
-        (b"NVRM: Xid (PCI:0000:3b:00): %d, x\n" % i) if i % 3 == 0 else (b"noise line %d\n" % i) for i in range(200)
-    ) + b"NVRM: last line without newline"
+    body = _body()
     got = list(kl.iter_lines_file(io.BytesIO(body), chunk_size=chunk))
-    want = [ln for ln in body.decode().split("\n") if "NVRM" in ln]
+    assert got == [ln for ln in body.decode().split("\n") if "NVRM: Xid" in ln]
+    # With follow, the NVRM lines right after an XID come too (not the far ones).
+    got = list(kl.iter_lines_file(io.BytesIO(body), chunk_size=chunk, follow=4))
+    want = [ln for ln in body.decode().split("\n") if "NVRM: Xid" in ln or "continuation" in ln]
     assert got == want
+
+
+def test_follow_stops_at_the_next_xid():
+    import io
+
+    body = b"NVRM: Xid (PCI:0000:3b:00): 154, a\nNVRM: Xid (PCI:0000:3b:00): 79, b\nNVRM: c\n"
+    assert list(kl.iter_lines_file(io.BytesIO(body), follow=4)) == [
+        "NVRM: Xid (PCI:0000:3b:00): 154, a", "NVRM: Xid (PCI:0000:3b:00): 79, b", "NVRM: c"]
+
+
+def test_multiline_xid_in_a_file_keeps_its_continuation(tmp_path):
+    from gcm_checks.xid.scan import scan
+
+    p = tmp_path / "kern.log"
+    p.write_text(
+        "[Mon Nov 30 02:14:07 2026] NVRM: Xid (PCI:0000:5d:00): 154, GPU recovery action changed from 0x0 (None) to\n"
+        "[Mon Nov 30 02:14:07 2026] NVRM: 0x2 (Node Reboot Required)\n"
+    )
+    (ev,) = list(scan(kl.read_file(str(p), tz=UTC)))
+    assert (ev.xid, ev.action, ev.severity) == (154, "reboot", "fail")
 
 
 def test_overlong_junk_line_is_skipped_not_buffered():
