@@ -152,14 +152,22 @@ def _needs_drop(uid: Optional[int]) -> bool:
     return uid is not None and os.geteuid() == 0 and uid != 0
 
 
-def _drop_to(uid: int, gid: int) -> None:
-    os.setgroups([gid])
+def _drop_to(uid: int, gid: int, user: str = "") -> None:
+    # With the user's name, take their supplementary groups too: project
+    # directories are often writable through a group. The NSS lookup may
+    # hang on a dead LDAP server; the caller's deadline covers that.
+    try:
+        if not user:
+            raise KeyError(user)
+        os.initgroups(user, gid)
+    except (KeyError, OSError):
+        os.setgroups([gid])
     os.setgid(gid)
     os.setuid(uid)
     # os.setuid from root sets real, effective and saved ids: no way back.
 
 
-def as_user(fn: Callable[[], dict], uid: int, gid: int, *, timeout: float) -> dict:
+def as_user(fn: Callable[[], dict], uid: int, gid: int, *, timeout: float, user: str = "") -> dict:
     """Run fn() in a child that has become uid/gid; return its JSON-able dict.
 
     The child is killed at the deadline. A failure comes back as
@@ -172,7 +180,7 @@ def as_user(fn: Callable[[], dict], uid: int, gid: int, *, timeout: float) -> di
         try:
             os.close(r)
             signal.alarm(max(1, int(timeout) + 1))  # belt and braces
-            _drop_to(uid, gid)
+            _drop_to(uid, gid, user)
             out = fn()
         except BaseException as e:  # noqa: BLE001 - reported to the parent
             out = {"error": f"{type(e).__name__}: {e}"}
@@ -238,6 +246,7 @@ def read_tail(
     gid: Optional[int] = None,
     max_bytes: int,
     timeout: float = 5.0,
+    user: str = "",
 ) -> Tail:
     """Read at most the last ``max_bytes`` of a user's file, safely.
 
@@ -253,7 +262,7 @@ def read_tail(
         t = _read_tail_here(path, uid, max_bytes)
         return {"size": t.size, "data": t.data.hex(), "error": t.error}
 
-    out = as_user(child, uid, gid if gid is not None else uid, timeout=timeout)  # type: ignore[arg-type]
+    out = as_user(child, uid, gid if gid is not None else uid, timeout=timeout, user=user)  # type: ignore[arg-type]
     if "data" not in out:
         return Tail(path, error=f"not read: {out.get('error', 'unknown error')}")
     return Tail(path, size=int(out["size"]), data=bytes.fromhex(out["data"]), error=out["error"])
@@ -309,6 +318,7 @@ def write_user_file(
     gid: int,
     mode: int = 0o600,
     timeout: float = 5.0,
+    user: str = "",
 ) -> str:
     """Create ``directory/name`` atomically, as the user, owned by the user.
 
@@ -330,7 +340,7 @@ def write_user_file(
         return {"ok": True}
 
     if _needs_drop(uid):
-        out = as_user(work, uid, gid, timeout=timeout)
+        out = as_user(work, uid, gid, timeout=timeout, user=user)
         if not out.get("ok"):
             raise OSError(errno.EIO, f"could not write as uid {uid}: {out.get('error')}", directory)
     else:

@@ -285,3 +285,13 @@ def test_assembler_that_died_after_claiming_is_retried_once(base):
     assert report.sweep(s, node="admin", now=time.time() + 1000) == ["77"]
     assert os.path.exists(report.report_paths(s, "77")["report.json"])
     assert report.sweep(s, node="admin", now=time.time() + 5000) == []  # assembled: never again
+
+
+@root_only
+def test_unknown_job_uid_means_logs_are_not_read_as_root(base):
+    s = settings_for(base)
+    job = make_job(base, uid=None, gid=None)
+    user_file(job.stdout, b"anything\n")
+    logs = build.collect_logs(job, report.ReportSettings.coerce(s))
+    assert logs[0]["text"] == "" and "job uid unknown" in logs[0]["note"]
+

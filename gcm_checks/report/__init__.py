@@ -128,6 +128,7 @@ def assemble(
             done.user_copy = write_user_file(
                 job.work_dir, name, to_text(report).encode("utf-8"),
                 uid=job.uid, gid=job.gid if job.gid is not None else job.uid, timeout=rs.read_timeout_s,
+                user=job.user,
             )
         except OSError as e:
             done.user_copy_error = f"{name} not written to {job.work_dir}: {e.strerror or e}"

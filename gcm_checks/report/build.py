@@ -6,6 +6,7 @@ Pure except for ``collect_logs``, which reads the user's logs through
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
@@ -34,7 +35,13 @@ def collect_logs(job: JobInfo, settings: ReportSettings) -> List[Dict[str, Any]]
             entry["note"] = f"{name}: not shown, report log budget spent; full log at {path}"
             logs.append(entry)
             continue
-        tail = safeio.read_tail(path, uid=job.uid, gid=job.gid, max_bytes=cap, timeout=settings.read_timeout_s)
+        if job.uid is None and os.geteuid() == 0:
+            # Without the owner we can neither check ownership nor drop to
+            # the user: reading as root could leak a root-only file.
+            entry["note"] = f"{name}: not read: job uid unknown ({path})"
+            logs.append(entry)
+            continue
+        tail = safeio.read_tail(path, uid=job.uid, gid=job.gid, max_bytes=cap, timeout=settings.read_timeout_s, user=job.user)
         entry["size"] = tail.size if not tail.error or tail.size else None
         if tail.error:
             entry["note"] = f"{name}: {tail.error} ({path})"
