@@ -201,12 +201,14 @@ class Finding(str, enum.Enum):
     SOFTWARE = "software"  # DCGM/CUDA/the harness could not test: unknown
     CONFIG = "config"  # a node setting (persistence mode, env, ECC off): warn
     MONITOR = "monitor"  # DCGM says "can still perform workload": warn
+    XID = "xid"  # DCGM saw an XID; the XID checks judge it by NVIDIA's catalog: warn
 
 
 # dcgmErrorSeverity_t / dcgmErrorCategory_t (DCGM dcgmlib/dcgm_errors.h).
 _SEV_MONITOR, _SEV_ISOLATE, _SEV_TRIAGE, _SEV_CONFIG, _SEV_RESET = 1, 2, 4, 5, 6
 _CAT_SOFTWARE = {3, 4, 5, 6, 7, 8, 16}  # config, library, xid, cuda, eud, other, internal
 _CAT_SOFTWARE_CONFIG = 3
+_CAT_SOFTWARE_XID = 5
 
 # For outputs that carry an error_id but no severity (DCGM 2.x), the
 # severity/category DCGM itself assigns (dcgmlib/src/dcgm_errors.c,
@@ -242,6 +244,10 @@ def classify_error(err: "DiagError") -> Finding:
         return Finding.CONFIG
     if sev == _SEV_MONITOR:
         return Finding.MONITOR
+    if cat == _CAT_SOFTWARE_XID:
+        # "Detected XID n for GPU m" (TRIAGE): whether an XID is the
+        # hardware's fault is the XID catalog's call (rule 4), not ours here.
+        return Finding.XID
     if cat in _CAT_SOFTWARE:
         return Finding.SOFTWARE
     return Finding.HARDWARE
@@ -253,7 +259,7 @@ def entry_finding(entry: "DiagEntry") -> Finding:
     if not entry.errors:
         return Finding.HARDWARE
     found = {classify_error(e) for e in entry.errors}
-    for f in (Finding.HARDWARE, Finding.SOFTWARE, Finding.CONFIG, Finding.MONITOR):
+    for f in (Finding.HARDWARE, Finding.SOFTWARE, Finding.CONFIG, Finding.XID, Finding.MONITOR):
         if f in found:
             return f
     return Finding.HARDWARE

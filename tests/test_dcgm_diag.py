@@ -146,6 +146,8 @@ def test_real_dcgm4_persistence_mode_failure_warns_not_drains():
         ({"error_id": 66, "severity": 4, "category": 6}, dcgm.Finding.SOFTWARE),  # cannot create CUDA context
         ({"error_id": 92, "severity": 4, "category": 7}, dcgm.Finding.SOFTWARE),  # EUD timeout
         ({"error_id": 44, "severity": 4, "category": 16}, dcgm.Finding.SOFTWARE),  # internal
+        ({"error_id": 101, "severity": 4, "category": 5}, dcgm.Finding.XID),  # "Detected XID n for GPU m"
+        ({"error_id": 81, "severity": 2, "category": 5}, dcgm.Finding.HARDWARE),  # uncontained error, ISOLATE
         # error id only (2.x): DCGM's own table
         ({"error_id": 29}, dcgm.Finding.CONFIG),
         ({"error_id": 41}, dcgm.Finding.MONITOR),

@@ -131,12 +131,13 @@ def check_dcgm_diag(report: Any, settings: Any) -> List[CheckResult]:
 
 
 # What each finding kind means for the verdict, and how to say it.
-_FINDING_STATUS = {"hardware": Status.FAIL, "software": Status.UNKNOWN, "config": Status.WARN, "monitor": Status.WARN}
+_FINDING_STATUS = {"hardware": Status.FAIL, "software": Status.UNKNOWN, "config": Status.WARN, "monitor": Status.WARN, "xid": Status.WARN}
 _FINDING_WORDS = {
     "hardware": "",
     "software": "DCGM could not run it, not a hardware verdict: ",
     "config": "node configuration, not hardware: ",
     "monitor": "DCGM: can still run work, monitor: ",
+    "xid": "XID seen by DCGM, judged by the xid checks: ",
 }
 
 
