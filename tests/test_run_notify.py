@@ -17,8 +17,8 @@ import pytest
 pytest.importorskip("gcm_checks.notify")
 from gcm_checks import notify  # noqa: E402
 
-if not hasattr(notify, "build_payload"):  # pragma: no cover
-    pytest.skip("gcm_checks.notify without build_payload", allow_module_level=True)
+if not hasattr(notify, "notify_run"):  # pragma: no cover
+    pytest.skip("gcm_checks.notify without notify_run", allow_module_level=True)
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -75,7 +75,8 @@ def write_config(tmp_path: Path, url: str, policy: str = "on_failure", outbox: s
 
 def gcm_run(tmp_path: Path, cfg: Path, *args: str, cmd, extra_env=None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-    env.update(PYTHONPATH=str(REPO), GCM_RUN_INDEX=str(tmp_path / "index"), GCM_CHECKS_CONFIG=str(cfg))
+    env.update(PYTHONPATH=str(REPO), GCM_RUN_INDEX=str(tmp_path / "index"), GCM_CHECKS_CONFIG=str(cfg),
+               XDG_CACHE_HOME=str(tmp_path / "cache"))
     env.update(extra_env or {})
     argv = [PY, "-m", "gcm_checks.run_cli", "--log", str(tmp_path / "run.log"), *args, "--", *cmd]
     return subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, timeout=120)
@@ -92,11 +93,12 @@ def test_failed_run_is_delivered_to_the_webhook(tmp_path, hook):
     assert r.returncode == 1
     assert len(hook.bodies) == 1
     body = hook.bodies[0]
-    assert body["event"] == "job_report"
-    assert "FAILED" in body["summary"]
+    assert body["event"] == "gcm_run_exit"
+    assert "exit 1 at step 7/10" in body["summary"]
+    assert "out of memory" in body["summary"]  # the classifier's sentence
     rep = report(tmp_path)
     assert rep["notifications"][0]["ok"] is True
-    assert list(rep["notifications"][0]["result"]["items"].values()) == ["queued"]
+    assert rep["notifications"][0]["result"]["sent"] is True
 
 
 def test_success_is_not_sent_on_failure_policy_but_is_with_always(tmp_path, hook):
@@ -104,7 +106,7 @@ def test_success_is_not_sent_on_failure_policy_but_is_with_always(tmp_path, hook
     assert gcm_run(tmp_path, cfg, cmd=["true"]).returncode == 0
     assert hook.bodies == []
     assert gcm_run(tmp_path, cfg, "--notify", "always", cmd=["true"]).returncode == 0
-    assert len(hook.bodies) == 1  # --notify always travels as gcm:notify=always
+    assert len(hook.bodies) == 1
 
 
 def test_relay_down_keeps_the_message_in_the_outbox_and_the_exit_status(tmp_path):
@@ -114,7 +116,7 @@ def test_relay_down_keeps_the_message_in_the_outbox_and_the_exit_status(tmp_path
     pending = list((tmp_path / "outbox" / "pending").glob("*.json"))
     assert len(pending) == 1
     item = json.loads(pending[0].read_text())
-    assert "gcm-run" in item["key"] and item["attempts"] >= 1
+    assert "run-exit" in item["key"] and item["attempts"] >= 1
 
 
 def test_stall_alert_is_delivered_while_running(tmp_path, hook):
@@ -131,5 +133,5 @@ def test_unwritable_site_outbox_falls_back_to_a_per_user_outbox(tmp_path):
     cfg = write_config(tmp_path, closed_port_url(), outbox=str(tmp_path / "afile" / "outbox"))
     r = gcm_run(tmp_path, cfg, cmd=["sh", "-c", "exit 2"])
     assert r.returncode == 2
-    # GCM_RUN_INDEX is tmp_path/index, so the user's outbox is tmp_path/outbox.
-    assert len(list((tmp_path / "outbox" / "pending").glob("*.json"))) == 1
+    # The user's own outbox ($XDG_CACHE_HOME/gcm-checks/outbox) keeps it.
+    assert len(list((tmp_path / "cache" / "gcm-checks" / "outbox" / "pending").glob("*.json"))) == 1

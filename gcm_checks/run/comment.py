@@ -16,7 +16,7 @@ import time
 from typing import Callable, Dict, Optional
 
 from gcm_checks.run.progress import Snapshot
-from gcm_checks.run.watch import fmt_count, fmt_duration
+from gcm_checks.run.watch import fmt_duration
 
 PREFIX = "gcm:"
 MAX_LEN = 120  # squeue %k shows what fits; slurmctld keeps it in every job record

@@ -166,135 +166,18 @@ def notify_event(w: "Wrapper", alert: "Alert") -> None:
 
 
 def default_notifier(payload: dict, kind: str) -> dict:
-    """Hand a gcm-run report or alert to ``gcm_checks.notify``: the same
-    channels, policy, payload rendering and outbox as the epilog's job report.
+    """Hand a gcm-run report or alert to ``gcm_checks.notify.notify_run``.
 
-    The run report is dressed as a job report (``gcm_checks.report``) so
-    every sink renders and escapes it the usual way. Our ``--notify`` choice
-    travels as the job-level token ``gcm:notify=...``, so an admin who forbids
-    job overrides still decides. Keys carry the run id and the event kind: a
-    stall notice never collides with the epilog's report for the same job.
-    A user cannot write the site outbox (root's spool); then a per-user
-    outbox next to the index is used, and undelivered items wait there.
+    The notification module owns channels, rendering, isolation and the
+    outbox (a per-user one when the site outbox is root's); gcm-run has
+    already applied ``--notify``. Without that module the report on disk is
+    the record, and this says so.
     """
     try:
         from gcm_checks import notify
-        from gcm_checks.config import load
-        from gcm_checks.notify.config import NotifySettings
-        from gcm_checks.notify.policy import channel_wants, recipients
-        from gcm_checks.report.model import ReportSettings
     except ImportError as e:
         return {"sent": False, "why": f"notification module not available ({e}); report kept on disk"}
-    from dataclasses import replace
-
-    settings = load()
-    ns = NotifySettings.coerce(settings)
-    if not ns.channels:
-        return {"sent": False, "why": "no notification channels configured"}
-    outdir = ns.outbox_dir or ReportSettings.coerce(settings).outbox_dir
-    if not _writable_dir(outdir):
-        outdir = os.path.join(os.path.dirname(st.index_dir()), "outbox")
-    # Pin the directory: below, notify sees only these notify settings.
-    ns = replace(ns, outbox_dir=outdir)
-    job, jreport = as_job_report(payload, kind)
-    failed = kind != "exit" or run_failed(payload)
-    box = notify.outbox_for(ns)
-    keys, outcome = [], {}
-    for ch in ns.channels:
-        key = notify.idempotency_key(f"{job.key}/gcm-run/{payload.get('run_id')}/{kind}", job.cluster, ch.name)
-        if not channel_wants(ns, ch, job, failed):
-            outcome[key] = "not wanted (policy)"
-            continue
-        to = recipients(ns, job) if ch.type == "smtp" else []
-        if ch.type == "smtp" and not to:
-            outcome[key] = "no e-mail address for user"
-            continue
-        body = notify.build_payload(ch, jreport, to)
-        if kind != "exit" and "subject" in body:
-            from gcm_checks.run.comment import sanitize
-
-            body["subject"] = sanitize(f"[gcm] job {job.job_id}" + (f" ({job.name})" if job.name else "")
-                                       + f": {payload.get('alert', {}).get('message', kind)}", 200)
-        added = box.enqueue(key, ch.name, body, job_key=job.key)
-        outcome[key] = "queued" if added else "already known"
-        if added:
-            keys.append(key)
-    result: Dict[str, Any] = {"outbox": box.root, "items": outcome}
-    if keys:
-        summary = notify.flush(ns, budget_s=max(1.0, NOTIFY_TIMEOUT_S - 5.0), only_keys=keys, sweep=False)
-        result["flush"] = summary.to_dict()
-    return result
-
-
-def _writable_dir(path: str) -> bool:
-    try:
-        os.makedirs(os.path.join(path, "pending"), mode=0o700, exist_ok=True)
-    except OSError:
-        return False
-    return os.access(os.path.join(path, "pending"), os.W_OK)
-
-
-def as_job_report(payload: dict, kind: str) -> "tuple[Any, dict]":
-    """(JobInfo, job-report dict) for a gcm-run payload."""
-    from gcm_checks.report.build import build_report
-    from gcm_checks.report.model import JobInfo
-
-    env = dict(os.environ)
-    ex = payload.get("exit") or {}
-    sig_no = ex.get("signal_number") or 0
-    code = ex.get("code")
-    slurm = payload.get("slurm") or {}
-    policy = (payload.get("settings") or {}).get("notify") or ""
-    extra = " ".join(x for x in (env.get("SLURM_JOB_EXTRA", ""), f"gcm:notify={policy}" if policy else "") if x)
-    host = str(payload.get("host") or "")
-    if kind == "exit":
-        # Slurm's "exit:signal": death by signal S is "0:S", exit N is "N:0".
-        exit_status = f"0:{sig_no}" if sig_no else f"{code if code is not None else 0}:0"
-        state = "FAILED" if run_failed(payload) else "COMPLETED"
-    else:
-        exit_status, state = "", "RUNNING"
-    job = JobInfo.from_env(
-        env,
-        job_id=str(slurm.get("job_id") or f"gcm-run-{payload.get('run_id')}"),
-        user=env.get("SLURM_JOB_USER") or str(payload.get("user") or ""),
-        uid=os.getuid(),
-        gid=os.getgid(),
-        name=str(payload.get("name") or slurm.get("job_name") or os.path.basename(str((payload.get("argv") or ["?"])[0]))),
-        nodes=(host,) if host else (),
-        start=payload.get("started_ts"),
-        end=payload.get("updated_ts") if kind == "exit" else None,
-        exit_status=exit_status,
-        state=state,
-        work_dir=str(payload.get("cwd") or ""),
-        stdout=str(payload.get("log") or ""),
-        extra=extra,
-    )
-    cls = payload.get("classification") if kind == "exit" else None
-    if kind != "exit":
-        alert = payload.get("alert") or {}
-        cls = {"category": f"gcm-run {kind}", "sentence": alert.get("message", kind), "responsibility": "user",
-               "evidence": []}
-    if cls is not None and not cls.get("available", True):
-        cls = None
-    notes = [str(payload.get("summary") or "")]
-    notes += [a.get("message", "") for a in payload.get("alerts") or () if a.get("kind") != "resumed"]
-    logs = [{"name": "gcm-run log", "path": payload.get("log"), "text": _log_tail(payload.get("log"))}]
-    report = build_report(job, {host: {"evidence": {"gcm_run": _progress_evidence(payload)}}} if host else {},
-                          classification=cls, logs=logs, generated_by="gcm-run", notes=[n for n in notes if n])
-    return job, report
-
-
-def _progress_evidence(payload: dict) -> dict:
-    p = payload.get("progress") or {}
-    return {k: p.get(k) for k in ("step", "total", "percent", "loss", "eta_s", "last_progress_at", "bad_loss")}
-
-
-def _log_tail(path: Any, max_bytes: int = 8192) -> str:
-    if not path:
-        return ""
-    try:
-        from gcm_checks.classify import read_tail
-
-        return read_tail(str(path), max_bytes)[0]
-    except Exception:  # noqa: BLE001 - a missing tail is a note, not a failure
-        return ""
+    fn = getattr(notify, "notify_run", None)
+    if fn is None:
+        return {"sent": False, "why": "gcm_checks.notify has no notify_run(); report kept on disk"}
+    return fn(payload, kind=kind)

@@ -21,11 +21,10 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional
 
 from gcm_checks.run import status as st
 from gcm_checks.run.progress import ChunkScanner, Tracker
@@ -214,7 +213,6 @@ class Wrapper:
 
     def _streams(self) -> "tuple[Dict[int, int], List[int], Dict[int, int]]":
         """(read fd -> our fd, fds to hand the child, pty master -> our fd)."""
-        import pty as _pty  # noqa: F401 - only to fail early where ptys do not exist
 
         want = self.opts.pty
         readers: Dict[int, int] = {}
