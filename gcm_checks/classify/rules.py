@@ -97,6 +97,10 @@ RULES: Tuple[Rule, ...] = (
          ("not ending with signals", "kill task failed"),
          r"DUE TO JOB NOT ENDING WITH SIGNALS|Kill task failed",
          "processes could not be killed (stuck in the kernel)", terminal=True),
+    Rule("mpi.lost_daemon", "node_failure", R_NCCL - 3, 0.6,
+         ("lost communication with a remote daemon", "socket timed out on send/recv"),
+         r"ORTE has lost communication with a remote daemon|Socket timed out on send/recv operation",
+         "the launcher lost contact with another node"),
     # ---- GPU hardware seen from inside the job --------------------------------------
     Rule("gpu.fallen_off_bus", "gpu_hardware", R_GPU_HW, 0.95,
          ("fallen off the bus", "fell off the bus"), r"(?:fallen|fell) off the bus",
@@ -109,11 +113,13 @@ RULES: Tuple[Rule, ...] = (
          r"uncorrectable ECC error|cudaErrorECCUncorrectable|ECC_UNCORRECTABLE|double bit error|\bDBE\b",
          "the GPU hit an uncorrectable memory (ECC) error"),
     Rule("gpu.lost", "gpu_hardware", R_GPU_HW, 0.9,
-         ("gpu is lost", "gpu_is_lost", "requires reset", "nvlink"),
-         r"GPU is lost|GPU_IS_LOST|GPU requires reset|uncorrectable NVLink error|cudaErrorNvlinkUncorrectable",
+         ("gpu is lost", "gpu_is_lost", "requires reset", "nvlink", "device handle"),
+         r"GPU is lost|GPU_IS_LOST|GPU requires reset|uncorrectable NVLink error|cudaErrorNvlinkUncorrectable"
+         r"|Unable to determine the device handle for GPU",
          "a GPU stopped responding"),
     Rule("gpu.cuda_unknown_error", "gpu_hardware", R_GPU_HW_WEAK, 0.6,
-         ("unknown error", "cudaerrorunknown"), r"CUDA error: unknown error|cudaErrorUnknown",
+         ("unknown error", "cudaerrorunknown", "system not yet initialized", "systemnotready"),
+         r"CUDA error: unknown error|cudaErrorUnknown|system not yet initialized|cudaErrorSystemNotReady",
          "CUDA reported 'unknown error', which is what a GPU dropping out looks like from the job"),
     Rule("gpu.row_remap", "gpu_hardware", R_NUMERIC - 6, 0.5,
          ("row remap",), r"Row Remapper|row remapping (?:failure|pending)",
@@ -180,7 +186,7 @@ RULES: Tuple[Rule, ...] = (
          "a NCCL collective hung until the watchdog timed it out"),
     Rule("nccl.error", "nccl_comm", R_NCCL, 0.85,
          ("nccl", "distbackenderror", "distnetworkerror"),
-         r"NCCL error\b|\bnccl(?:Internal|System|UnhandledCuda|Remote)Error\b|DistBackendError|DistNetworkError"
+         r"NCCL [Ee]rror\b|NCCL operation \w+\(\) failed|\bNCCL\b.*\b(?:Socket Timeout|Connection reset by peer|Connection refused)|\bnccl(?:Internal|System|UnhandledCuda|Remote)Error\b|DistBackendError|DistNetworkError"
          r"|Some NCCL operations have failed or timed out|NCCL communicator was aborted",
          "NCCL (GPU-to-GPU communication) failed"),
     Rule("nccl.socket", "nccl_comm", R_NCCL - 1, 0.8,
@@ -220,27 +226,28 @@ RULES: Tuple[Rule, ...] = (
          "the driver logged an application XID (the job's kernel faulted)"),
     # ---- numeric divergence ----------------------------------------------------------
     Rule("train.loss_nan", "numeric_divergence", R_NUMERIC, 0.85,
-         ("nan", "inf", "non-finite", "floatingpointerror", "scale anymore", "loss scale reached"),
+         ("nan", "inf", "non-finite", "floatingpointerror", "scale anymore", "loss scale reached", "invalid loss"),
          r"(?:loss|Loss|LOSS|norm|Norm)['\"]?\s*[:=]\s*[+-]?(?:nan|NaN|NAN|inf|Inf|INF)\b"
          r"|[Ll]oss (?:is|became|became infinite or) (?:nan|NaN|NAN|inf|Inf)\b|FloatingPointError"
          r"|NaN or Inf found in input tensor|non-finite (?:loss|gradient|value)|is non-finite"
          r"|returned nan values|Detected (?:NaN|nan|Inf|inf)\b|cannot decrease (?:loss )?scale anymore"
-         r"|[Mm]inimum loss scale reached",
+         r"|[Mm]inimum loss scale reached|Invalid loss, terminating training",
          "the loss or gradients became NaN/Inf"),
     # ---- storage ---------------------------------------------------------------------
     Rule("io.errno", "storage_io", R_STORAGE, 0.85,
          ("input/output error", "errno", "quota", "no space left", "stale", "read-only file system",
-          "transport endpoint", "remote i/o", "pytorchstreamwriter", "unexpected pos"),
+          "transport endpoint", "remote i/o", "pytorchstreamwriter", "unexpected pos", "disk i/o error",
+          "disk is full"),
          r"Input/output error|\[Errno (?:5|28|30|107|116|121|122)\]|Disk quota exceeded|No space left on device"
          r"|Stale (?:NFS )?file handle|Read-only file system|Transport endpoint is not connected|Remote I/O error"
-         r"|PytorchStreamWriter failed writing file|unexpected pos \d+ vs \d+",
+         r"|PytorchStreamWriter failed writing file|unexpected pos \d+ vs \d+|disk I/O error|database or disk is full",
          "a filesystem operation failed"),
     # ---- cancel ---------------------------------------------------------------------
     Rule("srun.terminating", "unknown", R_VAGUE, 0.3,
          ("terminating",), r"srun: Terminating (?:StepId=|job step )\S+",
          "srun stopped the step because a task failed"),
     Rule("slurm.cancelled", "cancelled_user", R_CANCEL, 0.85,
-         ("cancelled at",), r"\*\*\*\s*(?:JOB|STEP)\b[^*\n]*?\bCANCELLED AT\b(?![^*\n]*\bDUE TO\b)[^*\n]*\*\*\*",
+         ("cancelled at",), r"\*\*\*\s*(?:JOB|STEP)\b[^*\n]*?\bCANCELLED AT\b(?![^*\n]*\bDUE TO (?:TIME|PREEMPTION|NODE|JOB NOT))[^*\n]*\*\*\*",
          "the job was cancelled (scancel)", terminal=True, unless_after="srun.terminating"),
     Rule("srun.interrupt", "cancelled_user", R_CANCEL, 0.75,
          ("srun: interrupt", "sending ctrl-c"), r"srun: interrupt \(one more within|srun: sending Ctrl-C to",
@@ -249,11 +256,13 @@ RULES: Tuple[Rule, ...] = (
     Rule("py.import_error", "import_env", R_ENV, 0.9,
          ("modulenotfounderror", "no module named", "importerror", "undefined symbol", "shared object file",
           "loading shared libraries", "glibc", "command not found", "execve", "distributionnotfound",
-          "versionconflict", "dll load failed", "could not load library"),
+          "versionconflict", "dll load failed", "could not load library", "not compiled with cuda",
+          "different cuda", "can't open file", "couldn't connect to", "localentrynotfounderror"),
          r"ModuleNotFoundError|No module named|ImportError|undefined symbol|cannot open shared object file"
          r"|error while loading shared libraries|GLIBC(?:XX)?_[\d.]+'? not found|: command not found"
-         r"|execve\(\): .*No such file or directory|DistributionNotFound|VersionConflict|DLL load failed"
-         r"|Could not load library",
+         r"|execve\(\): .*(?:No such file or directory|Permission denied)|DistributionNotFound|VersionConflict|DLL load failed"
+         r"|Could not load library|Torch not compiled with CUDA enabled|compiled with different CUDA (?:major )?versions"
+         r"|can't open file .*\[Errno 2\]|We couldn't connect to '|LocalEntryNotFoundError",
          "the software environment is broken (a module or library is missing or incompatible)"),
     # ---- input data ------------------------------------------------------------------
     Rule("data.bad_input", "data_input", R_DATA, 0.8,
@@ -261,12 +270,12 @@ RULES: Tuple[Rule, ...] = (
           "arrowtypeerror", "jsondecodeerror", "json parse error", "datasetgenerationerror",
           "datasetnotfounderror", "emptydataerror", "error tokenizing data", "unicodedecodeerror",
           "couldn't find a dataset", "unpicklingerror", "ran out of input", "badzipfile",
-          "failed finding central directory", "failed reading zip archive", "invalid load key"),
+          "failed finding central directory", "failed reading zip archive", "invalid load key", "!_src.empty()"),
          r"UnidentifiedImageError|DecompressionBombError|[Ii]mage file is truncated|ArrowInvalid|ArrowTypeError"
          r"|JSONDecodeError|JSON parse error|DatasetGenerationError|DatasetNotFoundError|EmptyDataError"
          r"|Error tokenizing data|UnicodeDecodeError|Couldn't find a dataset|UnpicklingError"
          r"|EOFError: Ran out of input|BadZipFile|failed finding central directory|failed reading zip archive"
-         r"|invalid load key",
+         r"|invalid load key|!_src\.empty\(\)",
          "an input file is malformed or unreadable"),
     Rule("data.missing", "data_input", R_DATA - 2, 0.7,
          ("filenotfounderror", "errno 2", "not found", "does not exist", "doesn't exist"),
@@ -290,6 +299,10 @@ RULES: Tuple[Rule, ...] = (
          r"|malloc\(\): |stack smashing detected|exitcode\s*:\s*-(?:11|7|6|4|8)\b|signal 11\b"
          r"|terminate called after throwing an instance of",
          "a process crashed with a fatal signal"),
+    Rule("job.sigterm", "cancelled_user", R_CANCEL - 2, 0.5,
+         ("got signal: 15", "death signal", "received sigterm"),
+         r"SignalException: Process \d+ got signal: 15|Received 15 death signal|Main process received SIGTERM",
+         "the job was sent SIGTERM (scancel; a time limit or preemption would say so)", terminal=True),
     # ---- interrupts ------------------------------------------------------------------
     Rule("py.keyboard_interrupt", "cancelled_user", R_INTERRUPT, 0.6,
          ("keyboardinterrupt",), r"\bKeyboardInterrupt\b",
@@ -306,10 +319,11 @@ RULES: Tuple[Rule, ...] = (
          "an assertion in compiled code failed"),
     # ---- vague failure markers: "it failed" without a cause -------------------------
     Rule("vague.failed", "unknown", R_VAGUE, 0.3,
-         ("childfailederror", "exitcode", "exited with", "task", "sigkill", "killed"),
+         ("childfailederror", "exitcode", "exited with", "task", "sigkill", "killed", "exited on signal"),
          r"ChildFailedError|failed \(exitcode: -?\d+\)|exited with (?:exit )?code [1-9]"
          r"|srun: error: \S+: tasks? [\d,-]+: (?:Exited with exit code|Killed|Terminated)"
-         r"|terminated with signal SIGKILL|^Killed$",
+         r"|terminated with signal SIGKILL|^Killed$|Signal 9 \(SIGKILL\) received|exited on signal 9\b"
+         r"|\bKilled\s{2,}\S",
          "a process failed but the log does not say why"),
     # ---- success markers -------------------------------------------------------------
     Rule("train.finished", "success", R_SUCCESS, 0.7,
@@ -323,7 +337,8 @@ RULES: Tuple[Rule, ...] = (
 )
 
 # A line that is a warning, not an error: "UserWarning: ...", "[W1123 ...", "WARNING: ...".
-WARNING_LINE = re.compile(r"\b[A-Z][A-Za-z]*Warning\b|\[W(?:\d{4}\s|\s)|\bWARNING\b|\bWARN\b|\bwarn(?:ing)?:")
+# "NCCL WARN" is not one: it is how NCCL reports its real errors.
+WARNING_LINE = re.compile(r"\b[A-Z][A-Za-z]*Warning\b|\[W(?:\d{4}\s|\s)|\bWARNING\b|(?<!NCCL )\bWARN\b|\bwarn(?:ing)?:")
 
 RULES_BY_ID = {r.id: r for r in RULES}
 if len(RULES_BY_ID) != len(RULES):  # pragma: no cover - a table typo
