@@ -83,6 +83,7 @@ SCHEMA: Dict[str, Any] = {
         "level": Key("int", 1, "dcgmi diag run level in the epilog (the runner raises it to 2 after hardware suspicion).", choices=(1, 2, 3, 4)),
         "timeout_s": Key("float", None, "Deadline for one dcgmi diag run; null = per level (120/300/2700/9000 s). Capped by the run budget.", nullable=True, minimum=1),
         "dcgmi": Key("str", None, "Path to dcgmi; null = search standard locations (a prolog/epilog has no PATH).", nullable=True),
+        "scope": Key("str", "job", "job: diagnose only the job's GPUs (dcgmi -i, safe on shared nodes); node: every GPU.", choices=("job", "node")),
         "use_pydcgm": Key("bool", False, "Reserved: a pydcgm backend is not implemented yet; dcgmi is always used."),
     },
     # XIDs in the kernel log (gcm_checks.checks.xid, docs/xid.md).
@@ -118,6 +119,20 @@ SCHEMA: Dict[str, Any] = {
         "give_up_after_s": Key("float", 604800.0, "Move a message to outbox/dead (kept) after this long.", minimum=0),
         "outbox_dir": Key("str", "", "Overrides report.outbox_dir when set."),
     },
+    # Batched sacct refinement, why, failures (gcm_checks.accounting, docs/accounting.md).
+    "accounting": {
+        "interval_s": Key("float", 300.0, "At most one sacct call per this many seconds for the whole cluster, however many jobs ended.", minimum=1),
+        "notify_wait_s": Key("float", 120.0, "Hold a job's notification this long for refinement; 0 = send at once.", minimum=0),
+        "sacct": Key("str", None, "Absolute path to sacct; null = search standard locations (Slurm scripts have no PATH).", nullable=True),
+        "timeout_s": Key("float", 30.0, "Deadline for one sacct call.", minimum=0.1),
+        "designated_node": Key("str", None, "Health mode refines only on this node; null = health mode never refines (use EpilogSlurmctld or a timer).", nullable=True),
+        "lookback_s": Key("float", 3600.0, "First pass ever: refine jobs that ended this long ago.", minimum=0),
+        "settle_s": Key("float", 10.0, "A job that ended less than this ago waits for the next pass (slurmdbd's placeholder rows).", minimum=0),
+        "overlap_s": Key("float", 120.0, "Each window starts this long before the last one ended (slurmdbd lags slurmctld).", minimum=0),
+        "report_wait_s": Key("float", 900.0, "Keep retrying a run whose report is not written yet this long (no extra sacct call).", minimum=0),
+        "keep_s": Key("float", 604800.0, "Remember refined jobs this long.", minimum=0),
+        "state_file": Key("str", None, "Pass state; null = <state_dir>/accounting-pass.json.", nullable=True),
+    },
     "qualify": {
         "results_dir": Key("str", "/var/lib/gcm-checks/qualify", "Where qualify writes its versioned JSON result files; a cluster filesystem in production, so fleet report can read every node's."),
         "level": Key("str", "standard", "Default level for 'gcm-checks qualify'.", choices=("quick", "standard", "deep")),
@@ -132,6 +147,14 @@ SCHEMA: Dict[str, Any] = {
         "otlp_endpoint": Key("str", None, "OTLP/HTTP endpoint base URL (http://collector:4318); null = off. Needs gcm-checks[otlp].", nullable=True),
         "otlp_timeout_s": Key("float", 2.0, "Deadline for one OTLP export.", minimum=0.1),
         "otlp_headers": Key("dict", {}, "Extra HTTP headers for the OTLP exporter (auth tokens)."),
+    },
+    "epilog": {
+        "budget_s": Key("float", None, "Budget for the epilog; null = budget_s. DCGM needs more than the prolog.", nullable=True, minimum=0.5),
+        "query_job": Key("bool", True, "Ask slurmctld once (scontrol show job) for the job's state, reason, name and start: "
+                         "Slurm 22.05 gives the epilog no state, and a time limit and scancel both exit 0."),
+        "dcgm_level_after_failure": Key("int", 2, "DCGM diag level after a job that failed (1 after a success).", minimum=1),
+        "report": Key("bool", True, "Contribute evidence to the job report and notify per policy."),
+        "report_budget_s": Key("float", 3.0, "Time the epilog gives the report/notification step (delivery is handed off).", minimum=0.1),
     },
     "nodes": Key("list", [], "Per-node overrides: [{match: 'gpu[001-128]' | [patterns], set: {section: {key: value}}}]."),
 }

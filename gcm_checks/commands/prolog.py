@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 import time
+from typing import Any, Callable, List, Optional, Tuple
 
 from gcm_checks.commands._suite import add_common
 
@@ -21,10 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return run_hardware_suite(args, "prolog")
+    return guarded(args, "prolog", _run)
 
 
-def run_hardware_suite(args: argparse.Namespace, kind: str) -> int:
+def guarded(args: argparse.Namespace, kind: str, body: Callable[..., int]) -> int:
+    """Load config and open the log, then run ``body``; anything that goes
+    wrong on our side is reported and exits 0 - never a drain or requeue."""
     t0 = time.monotonic()
     from gcm_checks.config import ConfigError
 
@@ -33,7 +36,6 @@ def run_hardware_suite(args: argparse.Namespace, kind: str) -> int:
 
         settings = load_settings(args)
     except ConfigError as e:
-        # Never a requeue or a drain for our own configuration problem.
         print(f"gcm-checks {kind}: UNKNOWN - configuration error, no checks run: {e}", file=sys.stderr)
         return 0
     from gcm_checks.logs import close_log, open_log
@@ -42,7 +44,7 @@ def run_hardware_suite(args: argparse.Namespace, kind: str) -> int:
     job_id = os.environ.get("SLURM_JOB_ID") or os.environ.get("SLURM_JOBID")
     log = open_log(settings.get("log_path"), mode=kind, node=node, job_id=job_id)
     try:
-        return _run(args, kind, settings, node, job_id, log, t0)
+        return body(args, settings, node, job_id, log, t0)
     except Exception as e:  # noqa: BLE001 - our bug: report, never drain
         log.exception("internal_error", error=str(e))
         print(f"gcm-checks {kind} {node}: UNKNOWN - internal error: {type(e).__name__}: {e}", file=sys.stderr)
@@ -51,60 +53,97 @@ def run_hardware_suite(args: argparse.Namespace, kind: str) -> int:
         close_log()
 
 
-def _run(args, kind, settings, node, job_id, log, t0) -> int:
-    from pathlib import Path
-
+def run_checks(args: argparse.Namespace, kind: str, ctx: Any, log: Any) -> Tuple[List[Any], Any, Optional[Any]]:
+    """Run the suite; return (results, verdict, first failure)."""
     from gcm_checks import runner
-    from gcm_checks.commands._suite import emit_json, result_rows, summary_line
     from gcm_checks.result import Status, first_failure, verdict
 
-    ctx = runner.build_context(settings, sim=args.sim, budget_s=args.budget)
-    ctx.started = t0  # the budget counts from process start, not from here
-    log.info("start", sim=ctx.sim.get("name") if ctx.sim else None, budget_s=ctx.budget_s, config=settings.source)
-    if kind == "prolog" and job_id:
-        try:
-            from gcm_checks.state import record_job_start
-
-            record_job_start(Path(ctx.state_dir), job_id, node)
-        except OSError as e:
-            log.warning("job_start_not_recorded", error=str(e))
+    log.info("start", sim=ctx.sim.get("name") if ctx.sim else None, budget_s=ctx.budget_s, config=ctx.settings.source)
     try:
         results = runner.run_suite(kind, ctx)
     finally:
         ctx.close()
-    v = verdict(results)
     for r in results:
         if r.status is not Status.PASS:
             log.info("result", **r.to_dict())
-    fail = first_failure(results)
-    drain_reason = None
-    action = None
+    return results, verdict(results), first_failure(results)
+
+
+def drain_for(args: argparse.Namespace, settings: Any, node: str, ctx: Any, fail: Any, log: Any) -> Tuple[str, str]:
+    """Drain for a hardware failure under the ownership rules.
+
+    Returns (drain_reason, action); action is the slurm.DrainOutcome action,
+    or "report-only: would drain".
+    """
+    from gcm_checks import slurm
+
+    reason = slurm.make_drain_reason(fail.check, fail.subject, fail.message)
+    if slurm.report_only(settings):
+        log.warning("would_drain", reason=reason)
+        return reason, "report-only: would drain"
+    backend = slurm.backend_from_settings(settings, dry_run=getattr(args, "dry_run", False),
+                                          out=sys.stderr if args.json else sys.stdout, log=log)
+    outcome = slurm.apply_drain(backend, node, reason, state_dir=str(ctx.state_dir), log=log, check=fail.check)
+    log.warning("drain", action=outcome.action, reason=reason, detail=outcome.detail)
+    return reason, outcome.action
+
+
+def render(args: argparse.Namespace, kind: str, node: str, results: List[Any], v: Any, drain_reason: Optional[str],
+           action: Optional[str], extra: Optional[dict] = None) -> None:
+    from gcm_checks.commands._suite import emit_json, render_table, result_rows, summary_line
+    from gcm_checks.result import Status
+
+    if args.json:
+        doc = {"verdict": v.value, "drain_reason": drain_reason, "node": node, "action": action,
+               "results": result_rows(results)}
+        doc.update(extra or {})
+        emit_json(doc)
+    elif sys.stdout.isatty() or getattr(args, "dry_run", False) or v is not Status.PASS:
+        render_table(results)
+    print(summary_line(kind, node, v, results, action), file=sys.stderr)
+
+
+def _run(args, settings, node, job_id, log, t0) -> int:
+    from pathlib import Path
+
+    from gcm_checks import runner
+    from gcm_checks.result import Status
+
+    ctx = runner.build_context(settings, sim=args.sim, budget_s=args.budget)
+    ctx.started = t0  # the budget counts from process start, not from here
+    if job_id:
+        try:
+            from gcm_checks.state import record_job_start
+
+            # Slurm 22.05 gives the epilog no start time: its XID window starts here.
+            record_job_start(Path(ctx.state_dir), job_id, node)
+        except OSError as e:
+            log.warning("job_start_not_recorded", error=str(e))
+    results, v, fail = run_checks(args, "prolog", ctx, log)
+    drain_reason = action = None
     code = 0
     if fail is not None:
-        from gcm_checks import slurm
-
-        drain_reason = slurm.make_drain_reason(fail.check, fail.subject, fail.message)
-        if slurm.report_only(settings):
-            action = "report-only: would drain"
-            log.warning("would_drain", reason=drain_reason)
-        else:
-            backend = slurm.backend_from_settings(settings, dry_run=getattr(args, "dry_run", False),
-                                                  out=sys.stderr if args.json else sys.stdout, log=log)
-            outcome = slurm.apply_drain(backend, node, drain_reason, state_dir=str(ctx.state_dir), log=log, check=fail.check)
-            action = outcome.action
-            log.warning("drain", action=outcome.action, reason=drain_reason, detail=outcome.detail)
-            # Non-zero so Slurm requeues the job elsewhere; even if our drain
-            # failed, Slurm's own "Prolog error" drain keeps the job off this GPU.
-            code = 1
+        drain_reason, action = drain_for(args, settings, node, ctx, fail, log)
+        # Non-zero so Slurm requeues the job elsewhere - even if our drain
+        # failed, Slurm's own "Prolog error" drain keeps jobs off this GPU.
+        # Report-only mode never requeues.
+        code = 0 if action.startswith("report-only") else 1
     counts = {s.value: sum(1 for r in results if r.status is s) for s in Status}
     log.info("done", verdict=v.value, counts=counts, duration_s=round(time.monotonic() - t0, 4), action=action)
-    if args.json:
-        emit_json({"verdict": v.value, "drain_reason": drain_reason, "node": node, "action": action,
-                   "results": result_rows(results)})
-    else:
-        from gcm_checks.commands._suite import render_table
-
-        if sys.stdout.isatty() or getattr(args, "dry_run", False) or v is not Status.PASS:
-            render_table(results)
-    print(summary_line(kind, node, v, results, action), file=sys.stderr)
+    _telemetry(results, settings, node, job_id, "prolog", action, log)
+    render(args, "prolog", node, results, v, drain_reason, action)
     return code
+
+
+def _telemetry(results: List[Any], settings: Any, node: str, job_id: Optional[str], mode: str, action: Optional[str],
+               log: Any, xids: Any = None) -> None:
+    """Metrics sinks (Prometheus textfile, OTLP) when configured; never a verdict."""
+    if not (settings.get("telemetry.prometheus_textfile_dir") or settings.get("telemetry.otlp_endpoint")):
+        return
+    try:
+        from gcm_checks import telemetry
+
+        telemetry.export(results, settings, mode=mode, node=node, job_id=job_id, xids=xids,
+                         drained=bool(action and action in ("drained", "already")), log=log)
+    except Exception as e:  # noqa: BLE001 - a sink never changes the verdict (rule 6)
+        log.warning("telemetry_failed", error=f"{type(e).__name__}: {e}")

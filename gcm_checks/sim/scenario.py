@@ -60,7 +60,7 @@ def _read_raw(name_or_path: str, depth: int = 0) -> Dict[str, Any]:
         raise ScenarioError("scenario 'extends' chain too deep")
     path = _path_for(name_or_path)
     with open(path, encoding="utf-8") as f:
-        data = yaml.safe_load(f) or {}
+        data = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
     if not isinstance(data, dict):
         raise ScenarioError(f"{path}: expected a mapping")
     unknown = set(data) - TOP_KEYS

@@ -1,0 +1,251 @@
+"""``gcm-checks epilog``: after every job, on every node of the job.
+
+Reads the job from Slurm's epilog environment, scans the kernel log for XIDs
+inside the job's window (the prolog recorded the start; Slurm 22.05 gives the
+epilog none), runs DCGM diagnostics and a fast GPU re-check, and drains on a
+hardware ``fail`` with the prolog's reason format and ownership rules.
+
+Exit status: 0 after draining the node itself - a non-zero epilog makes Slurm
+drain with "Epilog error", hiding our reason - and non-zero only when the node
+should be drained but our drain could not be made, so Slurm drains it anyway.
+
+Then, after the verdict is fixed: this node's evidence goes to the job report
+(one report per job, assembled by exactly one node) and notification is handed
+off; neither can change the exit status (rule 6).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from gcm_checks.commands._suite import add_common
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_common(parser)
+    parser.add_argument("--no-report", action="store_true", help="skip the job report and notification")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gcm_checks.commands.prolog import guarded
+
+    return guarded(args, "epilog", _run)
+
+
+def job_window(state_dir: Path, job_id: Optional[str], node: str, show: Mapping[str, str],
+               now: float) -> Tuple[Optional[Tuple[float, float]], str]:
+    """(start, end) for the XID scan, and where the start came from.
+
+    Prolog record first (exact, local); else the StartTime slurmctld reports;
+    else None: the scan falls back to "since the last scan".
+    """
+    from gcm_checks.state import job_start
+
+    if job_id:
+        start = job_start(state_dir, job_id, node)
+        if start is not None:
+            return (start, now), "prolog"
+    st = _parse_slurm_time(show.get("StartTime", ""))
+    if st is not None:
+        return (st, now), "slurmctld"
+    return None, "since last scan"
+
+
+def _parse_slurm_time(text: str) -> Optional[float]:
+    import datetime as dt
+
+    try:
+        return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").timestamp()  # slurmctld local time
+    except (ValueError, TypeError):
+        return None
+
+
+def _show_job(settings: Any, job_id: Optional[str], log: Any) -> Dict[str, str]:
+    if not job_id or not settings.get("epilog.query_job"):
+        return {}
+    from gcm_checks import slurm
+
+    try:
+        backend = slurm.backend_from_settings(settings, dry_run=False)
+        return dict(backend.show_job(job_id) or {})
+    except Exception as e:  # noqa: BLE001 - slurmctld down: classify with less
+        log.warning("show_job_failed", error=f"{type(e).__name__}: {e}")
+        return {}
+
+
+def _job_failed(exit_info: Mapping[str, Any], show: Mapping[str, str]) -> bool:
+    state = (show.get("JobState") or "").upper()
+    reason = (show.get("Reason") or "").lower()
+    return bool(exit_info.get("exit_code") or exit_info.get("signal") or exit_info.get("derived_exit_code")) or \
+        state in ("FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "TIMEOUT") or reason in ("nonzeroexitcode", "timelimit")
+
+
+# The drain reason names the most telling failure: an XID carries NVIDIA's
+# recommended action, DCGM the failing test; a GPU re-check comes last.
+REASON_PREFERENCE = ("xid.", "dcgm.", "gpu.", "ib.")
+
+
+def drain_worthy(results: List[Any]) -> Optional[Any]:
+    from gcm_checks.result import Status
+
+    fails = [r for r in results if r.status is Status.FAIL]
+    for prefix in REASON_PREFERENCE:
+        for r in fails:
+            if r.check.startswith(prefix):
+                return r
+    return fails[0] if fails else None
+
+
+def evidence_of(ctx: Any, results: List[Any]) -> Dict[str, Any]:
+    """This node's evidence: XIDs in the window, DCGM results, GPU state."""
+    from gcm_checks.result import Status
+
+    xid_facts = ctx.facts.get("xid")
+    dcgm_facts = ctx.facts.get("dcgm")
+    gpu_facts = ctx.facts.get("gpu")
+    return {
+        "results": [r.to_dict() for r in results],
+        "xids": [e.to_dict() for e in getattr(xid_facts, "events", ())],
+        "xid_window": list(ctx.window) if ctx.window else None,
+        "dcgm_diag": dcgm_facts.to_dict() if hasattr(dcgm_facts, "to_dict") else None,
+        "gpus": [
+            {"index": g.index, "pci_bus_id": g.pci_bus_id, "name": g.name, "responsive": g.responsive, "lost": g.lost,
+             "ecc_uncorrected_volatile": g.ecc_uncorrected_volatile, "temperature_c": g.temperature_c}
+            for g in getattr(gpu_facts, "gpus", ())
+        ],
+        "problems": [r.to_dict() for r in results if r.status is not Status.PASS],
+    }
+
+
+def dcgm_failures(evidence: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    out = []
+    for e in ((evidence.get("dcgm_diag") or {}).get("entries") or []):
+        if e.get("status") == "fail":
+            err = (e.get("errors") or [{}])[0]
+            out.append({"gpu_index": e.get("entity_id"), "test": e.get("test"), "error_id": err.get("error_id"),
+                        "message": err.get("text", "")})
+    return out
+
+
+def make_classifier(exit_info: Mapping[str, Any], show: Mapping[str, str]):
+    """The report's classifier: runs on the assembling node over every
+    node's evidence and the job's log tails."""
+
+    def classifier(job: Any, logs: List[Dict[str, Any]], contribs: Mapping[str, Any]) -> Dict[str, Any]:
+        from gcm_checks.classify import ClassifyInput, LogText, classify
+
+        xids: List[Dict[str, Any]] = []
+        dcgm: List[Dict[str, Any]] = []
+        ib: List[str] = []
+        for c in contribs.values():
+            ev = c.get("evidence") or {}  # spool entries are {node, at, evidence}
+            xids.extend(ev.get("xids") or [])
+            dcgm.extend(dcgm_failures(ev))
+            ib.extend(f"{p.get('subject')}: {p.get('message')}" for p in ev.get("problems") or []
+                      if str(p.get("check", "")).startswith("ib."))
+        texts = [LogText(entry["name"], entry.get("text") or "") for entry in logs if entry.get("text")]
+        state = show.get("JobState") or job.state or None
+        if state == "COMPLETING":  # the epilog runs before the final state
+            state = None
+        inp = ClassifyInput(logs=texts, state=state, exit_code=exit_info.get("exit_code"),
+                            signal=exit_info.get("signal"), derived_exit_code=exit_info.get("derived_exit_code"),
+                            reason=show.get("Reason") or None, xids=xids, dcgm_failures=dcgm, ib_problems=ib)
+        return classify(inp).to_dict()
+
+    return classifier
+
+
+def _run(args, settings, node, job_id, log, t0) -> int:
+    from gcm_checks import runner
+    from gcm_checks.classify import exit_info_from_env
+    from gcm_checks.commands.prolog import _telemetry, drain_for, render, run_checks
+    from gcm_checks.result import Status
+
+    env = os.environ
+    budget = args.budget or settings.get("epilog.budget_s") or settings.get("budget_s")
+    ctx = runner.build_context(settings, sim=args.sim, budget_s=budget)
+    ctx.started = t0
+    exit_info = exit_info_from_env(env)
+    show = _show_job(settings, job_id, log)
+    now = time.time()
+    ctx.window, window_from = job_window(Path(ctx.state_dir), job_id, node, show, now)
+    failed_job = _job_failed(exit_info, show)
+    if failed_job:
+        ctx.dcgm_level = int(settings.get("epilog.dcgm_level_after_failure"))
+    ctx.job = {"job_id": job_id, **exit_info}
+    log.info("job", window_from=window_from, failed=failed_job, state=show.get("JobState"), reason=show.get("Reason"), **exit_info)
+
+    results, v, fail = run_checks(args, "epilog", ctx, log)
+    fail = drain_worthy(results) or fail
+    drain_reason = action = None
+    code = 0
+    if fail is not None:
+        drain_reason, action = drain_for(args, settings, node, ctx, fail, log)
+        # Our drain made (or kept: someone else's drain is already there): 0.
+        # Could not drain at all: non-zero so Slurm drains the node itself.
+        code = 1 if action == "error" else 0
+    counts = {s.value: sum(1 for r in results if r.status is s) for s in Status}
+    log.info("done", verdict=v.value, counts=counts, duration_s=round(time.monotonic() - t0, 4), action=action)
+
+    # --- everything below is after the verdict and cannot change it -------
+    evidence = evidence_of(ctx, results)
+    if drain_reason and action in ("drained", "already", "would_drain", "report-only: would drain", "kept_foreign"):
+        evidence["drains"] = [{"node": node, "reason": drain_reason, "action": action}]
+    _write_local_evidence(ctx, job_id, node, evidence, log)
+    report = None
+    if job_id and settings.get("epilog.report") and not getattr(args, "no_report", False):
+        report = _report(settings, node, job_id, show, exit_info, evidence, log)
+    _telemetry(results, settings, node, job_id, "epilog", action, log, xids=evidence["xids"])
+    if job_id:
+        from gcm_checks.state import forget_job
+
+        forget_job(Path(ctx.state_dir), job_id, node)
+    render(args, "epilog", node, results, v, drain_reason, action,
+           extra={"job_id": job_id, "window": evidence["xid_window"], "xids": evidence["xids"], "report": report})
+    return code
+
+
+def _write_local_evidence(ctx: Any, job_id: Optional[str], node: str, evidence: Dict[str, Any], log: Any) -> None:
+    from gcm_checks.state import write_json_atomic
+
+    name = "".join(c for c in f"{job_id or 'nojob'}.{node}" if c.isalnum() or c in "._-")
+    try:
+        write_json_atomic(Path(ctx.state_dir) / "evidence" / f"{name}.json", evidence)
+    except OSError as e:
+        log.warning("evidence_not_written", error=str(e))
+
+
+def _report(settings: Any, node: str, job_id: str, show: Mapping[str, str], exit_info: Mapping[str, Any],
+            evidence: Dict[str, Any], log: Any) -> Optional[Dict[str, Any]]:
+    try:
+        from gcm_checks.report import JobInfo, assemble_and_notify
+
+        overrides: Dict[str, Any] = {"end": time.time()}
+        if show.get("JobName"):
+            overrides["name"] = show["JobName"]
+        if show.get("JobState"):
+            overrides["state"] = show["JobState"]
+        st = _parse_slurm_time(show.get("StartTime", ""))
+        if st is not None:
+            overrides["start"] = st
+        if show.get("MailUser") and show.get("MailUser") not in ("(null)", ""):
+            overrides["mail_user"] = show["MailUser"]
+        for key, field in (("StdOut", "stdout"), ("StdErr", "stderr")):
+            if show.get(key) and "%" not in show[key]:
+                overrides[field] = show[key]  # slurmctld's expanded path
+        if show.get("NodeList"):
+            from gcm_checks.hostlist import expand
+
+            overrides["nodes"] = expand(show["NodeList"])
+        job = JobInfo.from_env(os.environ, **overrides)
+        out = assemble_and_notify(job, settings, node=node, budget_s=float(settings.get("epilog.report_budget_s")),
+                                  evidence=evidence, classifier=make_classifier(exit_info, show))
+        log.info("report", **{k: v for k, v in out.items() if k in ("key", "assembled", "waiting", "error", "paths")})
+        return out
+    except Exception as e:  # noqa: BLE001 - rule 6: never changes the verdict
+        log.warning("report_failed", error=f"{type(e).__name__}: {e}")
+        return {"error": f"{type(e).__name__}: {e}"}
