@@ -518,9 +518,13 @@ class DcgmiBackend:
 
     dcgmi: str = "dcgmi"
     extra_args: Sequence[str] = field(default_factory=tuple)
+    # Only these GPUs (dcgmi -i): on a shared node the epilog must not run a
+    # diag on GPUs another job is using. None = DCGM's default, all GPUs.
+    gpu_ids: Optional[Tuple[int, ...]] = None
 
     def argv(self, path: str, level: int) -> List[str]:
-        return [path, "diag", "-r", str(level), "-j", *self.extra_args]
+        select = ["-i", ",".join(str(g) for g in self.gpu_ids)] if self.gpu_ids else []
+        return [path, "diag", "-r", str(level), *select, "-j", *self.extra_args]
 
     def run(self, level: int, timeout: float) -> DiagReport:
         # A prolog/epilog has no PATH (slurm-22.05-facts.md, gotcha 7): look
@@ -542,8 +546,13 @@ class CannedBackend:
     """
 
     canned: Any
+    gpu_ids: Optional[Tuple[int, ...]] = None  # as dcgmi -i: report only these GPUs
 
     def run(self, level: int, timeout: float) -> DiagReport:
+        report = self._run(level, timeout)
+        return only_gpus(report, self.gpu_ids) if self.gpu_ids else report
+
+    def _run(self, level: int, timeout: float) -> DiagReport:
         c = self.canned
         if isinstance(c, Mapping) and _is_run_description(c):
             if c.get("missing"):
@@ -571,6 +580,31 @@ class CannedBackend:
                 return could_not_tell(level, "sim", f"could not parse dcgmi diag output: {e}")
         r = proc.ProcResult(("dcgmi",), proc.Outcome.OK, 0, str(c), "", 0.0)
         return interpret(r, level, "sim")
+
+
+def only_gpus(report: DiagReport, gpu_ids: Iterable[int]) -> DiagReport:
+    """The report as ``dcgmi -i`` would give it: other GPUs' entries dropped."""
+    keep = set(gpu_ids)
+    entries = tuple(e for e in report.entries if e.entity_group != "GPU" or e.entity_id is None or e.entity_id in keep)
+    return DiagReport(report.ok, report.level, report.source, entries, report.version, report.problem, report.duration_s, report.notes)
+
+
+def parse_gpu_list(value: Any) -> Optional[Tuple[int, ...]]:
+    """``SLURM_JOB_GPUS``-style ``"0,1,4-5"`` or a list of ints -> (0, 1, 4, 5)."""
+    if value is None or value == "" or value == []:
+        return None
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    out: List[int] = []
+    for item in items:
+        text = str(item).strip()
+        if not text:
+            continue
+        if "-" in text:
+            lo, hi = text.split("-", 1)
+            out.extend(range(int(lo), int(hi) + 1))
+        else:
+            out.append(int(text))
+    return tuple(sorted(set(out))) or None
 
 
 def _is_run_description(c: Mapping) -> bool:

@@ -409,3 +409,32 @@ def test_public_document_builder_round_trips(layout, fail, warn):
     assert sorted(r.subject for r in results if r.status is Status.WARN) == [f"GPU {g}" for g in sorted(warn)]
     if not fail and not warn:
         assert [r.status for r in results] == [Status.PASS]
+
+
+@pytest.mark.parametrize(
+    "value,expected",
+    [("0,1", (0, 1)), ("3", (3,)), ("0-3,6", (0, 1, 2, 3, 6)), ([7, 1], (1, 7)), ("", None), (None, None)],
+)
+def test_parse_gpu_list(value, expected):
+    assert dcgm.parse_gpu_list(value) == expected
+
+
+def test_only_the_jobs_gpus_are_diagnosed(tmp_path):
+    argv_file = tmp_path / "argv"
+    exe = _fake_dcgmi(tmp_path, f'echo "$@" > "{argv_file}"\ncat "{FIX / "v3.1.0_allpass_real.txt"}"\n')
+    gather_dcgm(_ctx({"dcgm.dcgmi": str(exe)}, job={"gpus": "1,7"}))
+    assert argv_file.read_text().split() == ["diag", "-r", "1", "-i", "1,7", "-j"]
+    gather_dcgm(_ctx({"dcgm.dcgmi": str(exe), "dcgm.scope": "node"}, job={"gpus": "1,7"}))
+    assert argv_file.read_text().split() == ["diag", "-r", "1", "-j"]
+
+
+def test_sim_report_is_limited_to_the_jobs_gpus_like_dcgmi_i():
+    report = gather_dcgm(_ctx(sim={"dcgm_diag": _fixture("v4_fail_gpu1_gpu7.json")}, job={"gpus": "0,7"}))
+    assert report.gpu_ids() == [0, 7]
+    results = check_dcgm_diag(report, _Settings())
+    assert [(r.subject, r.status) for r in results] == [("GPU 7", Status.FAIL)]
+
+
+def test_unreadable_job_gpu_list_is_unknown():
+    report = gather_dcgm(_ctx(sim={"dcgm_diag": "{}"}, job={"gpus": "gpu:a100"}))
+    assert not report.ok and "GPU list" in report.problem

@@ -50,6 +50,17 @@ def diag_timeout(ctx: Any, level: int) -> float:
     return timeout
 
 
+def diag_gpus(ctx: Any):
+    """The job's GPUs (``ctx.job["gpus"]``, from SLURM_JOB_GPUS) unless
+    ``dcgm.scope`` is ``node``; None = every GPU."""
+    from gcm_checks.dcgm import parse_gpu_list
+
+    if str(ctx.settings.get("dcgm.scope", "job") or "job") == "node":
+        return None
+    job = getattr(ctx, "job", None) or {}
+    return parse_gpu_list(job.get("gpus")) if hasattr(job, "get") else None
+
+
 @gatherer("dcgm")
 def gather_dcgm(ctx: Any):
     # Lazy import: the prolog never runs DCGM and must not pay for it (rule 7).
@@ -57,14 +68,18 @@ def gather_dcgm(ctx: Any):
 
     level = diag_level(ctx)
     timeout = diag_timeout(ctx, level)
+    try:
+        gpus = diag_gpus(ctx)
+    except ValueError as e:
+        return dcgm.could_not_tell(level, "dcgmi", f"cannot read the job's GPU list: {e}")
     sim = getattr(ctx, "sim", None)
     if sim is not None:
         canned = sim.get("dcgm_diag") if hasattr(sim, "get") else None
         if canned is None:
             return dcgm.could_not_tell(level, "sim", "dcgmi not installed (simulation scenario has no dcgm_diag)")
-        backend: Any = dcgm.CannedBackend(canned)
+        backend: Any = dcgm.CannedBackend(canned, gpus)
     else:
-        backend = dcgm.DcgmiBackend(ctx.settings.get("dcgm.dcgmi", None) or "dcgmi")
+        backend = dcgm.DcgmiBackend(ctx.settings.get("dcgm.dcgmi", None) or "dcgmi", gpu_ids=gpus)
     return dcgm.run_diag(level, timeout, backend)
 
 
