@@ -88,8 +88,9 @@ class JobInfo:
     def from_env(cls, env: Optional[Mapping[str, str]] = None, **overrides: Any) -> "JobInfo":
         """Read the epilog environment of Slurm 22.05 (notes/slurm-22.05-facts.md).
 
-        Things the environment lacks (job state, start time, --mail-user)
-        come from ``scontrol show job`` in the caller and go in ``overrides``.
+        Things the slurmd epilog environment lacks (job name, state, start
+        time, --mail-user) come from ``scontrol show job`` in the caller
+        (JobName, JobState/Reason, StartTime, MailUser) and go in ``overrides``.
         """
         e = os.environ if env is None else env
         job_id = e.get("SLURM_JOB_ID") or e.get("SLURM_JOBID") or ""
