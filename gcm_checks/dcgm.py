@@ -138,6 +138,10 @@ class DiagEntry:
             "entity_id": self.entity_id,
             "status": self.status.value,
             "raw_status": self.raw_status,
+            # For a failed entry, what DCGM's severity says it means
+            # (hardware / software / config / monitor / xid); only
+            # "hardware" is a hardware verdict. None otherwise.
+            "finding": entry_finding(self).value if self.status is DiagStatus.FAIL else None,
             "errors": [
                 {"error_id": e.error_id, "text": e.text, "category": e.category, "severity": e.severity}
                 for e in self.errors

@@ -438,3 +438,11 @@ def test_sim_report_is_limited_to_the_jobs_gpus_like_dcgmi_i():
 def test_unreadable_job_gpu_list_is_unknown():
     report = gather_dcgm(_ctx(sim={"dcgm_diag": "{}"}, job={"gpus": "gpu:a100"}))
     assert not report.ok and "GPU list" in report.problem
+
+
+def test_evidence_says_which_failures_are_hardware():
+    report, _ = _judge(_fixture("v4_fail_gpu1_gpu7.json"))
+    d = report.to_dict()
+    by_gpu = {e["entity_id"]: e["finding"] for e in d["entries"] if e["status"] == "fail"}
+    assert by_gpu == {1: "hardware", 3: "monitor", 7: "hardware"}
+    assert all(e["finding"] is None for e in d["entries"] if e["status"] != "fail")
