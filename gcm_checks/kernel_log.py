@@ -36,12 +36,12 @@ import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
-from typing import IO, Iterator, List, Optional, Tuple
+from typing import IO, Any, Iterator, List, Optional, Tuple
 
 DEFAULT_CONTAINS = b"NVRM"
 XID_MARK = b"NVRM: Xid"  # what the fast file path searches for
 FOLLOW_LINES = 4  # lines after an XID examined for its continuation
-_CHUNK = 8 << 20  # 8 MiB reads: few syscalls, bounded memory
+_CHUNK = 1 << 20  # 1 MiB reads into one reused buffer: memory is constant
 _MAX_LINE = 1 << 20  # a "line" longer than this is binary junk; skip it
 _KMSG_RECORD = 16384  # kmsg returns one record per read; records are < 8 KiB
 
@@ -251,36 +251,53 @@ def iter_lines_file(
     continuation of a multi-line NVRM message, found without decoding every
     NVRM line of the file.
     """
-    tail = b""
+    # One reusable buffer, filled with readinto: no fresh 8 MiB object per
+    # read (page faults cost as much as the search), and 1 MiB chunks stay
+    # in cache between the copy and the search.
+    buf = bytearray(chunk_size + _MAX_LINE)
+    mv = memoryview(buf)
+    tl = 0  # bytes of an incomplete line carried at the front of buf
+    skipping = False  # inside a line too long to be a kernel message
     left = [0]  # follow lines still to examine, carried across chunks
     while True:
-        chunk = f.read(chunk_size)
-        if not chunk:
+        k = f.readinto(mv[tl:tl + chunk_size])
+        if not k:
             break
-        buf = tail + chunk if tail else chunk
-        last_nl = buf.rfind(b"\n")
-        if last_nl < 0:
-            tail = buf if len(buf) <= _MAX_LINE else b""
-            continue
-        tail = buf[last_nl + 1:]
-        if len(tail) > _MAX_LINE:
-            tail = b""
-        yield from _candidates(buf, last_nl + 1, contains, follow, follow_contains, left)
-    if tail:
-        yield from _candidates(tail + b"\n", len(tail) + 1, contains, follow, follow_contains, left)
+        end = tl + k
+        begin = 0
+        if skipping:
+            nl = buf.find(b"\n", 0, end)
+            if nl < 0:
+                tl = 0
+                continue
+            begin, skipping = nl + 1, False
+        last = buf.rfind(b"\n", begin, end)
+        if last >= 0:
+            yield from _candidates(buf, begin, last + 1, contains, follow, follow_contains, left)
+            begin = last + 1
+        rest = end - begin
+        if rest > _MAX_LINE:
+            skipping, tl = True, 0
+        else:
+            buf[0:rest] = buf[begin:end]
+            tl = rest
+    if tl and not skipping:
+        last_line = bytes(buf[:tl]) + b"\n"
+        yield from _candidates(last_line, 0, len(last_line), contains, follow, follow_contains, left)
 
 
-def _candidates(buf: bytes, end: int, contains: Optional[bytes], follow: int, follow_contains: bytes,
+def _candidates(buf: Any, begin: int, end: int, contains: Optional[bytes], follow: int, follow_contains: bytes,
                 left: List[int]) -> Iterator[str]:
+    """Candidate lines in ``buf[begin:end]``, which holds whole lines only."""
     if contains is None:
-        start = 0
+        start = begin
         while start < end:
             nl = buf.find(b"\n", start, end)
             nl = end - 1 if nl < 0 else nl
             yield buf[start:nl].decode("utf-8", "replace").rstrip("\r")
             start = nl + 1
         return
-    pos = 0  # always the start of a line
+    pos = begin  # always the start of a line
     while pos < end:
         while left[0] > 0 and pos < end:
             nl = buf.find(b"\n", pos, end)
