@@ -833,3 +833,130 @@ class MemoryBackend:
     def show_job(self, job_id: str) -> Dict[str, str]:
         self._check()
         return dict(self.jobs.get(str(job_id), {}))
+
+# --------------------------------------------------------------------------
+# Accounting: sacct (issue 9, gcm_checks/accounting)
+#
+# Added by the accounting area. Only the batched refinement pass, ``why`` and
+# ``failures`` call these - never the prolog or a per-node epilog: one sacct
+# per job end on every node is exactly the slurmdbd load Slurm's docs warn
+# prolog/epilog authors about. Parsing is pure and tested from text.
+# --------------------------------------------------------------------------
+
+# Slurm 22.05 sacct has no Restarts, StdOut or StdErr field (facts #9): a
+# requeued job's runs are told apart with --duplicates, the logs come from
+# ``scontrol show job`` while the job is still known.
+SACCT_FIELDS: Tuple[str, ...] = (
+    "JobID", "JobIDRaw", "JobName", "User", "UID", "Partition", "State", "ExitCode",
+    "DerivedExitCode", "Reason", "Elapsed", "Timelimit", "MaxRSS", "NodeList",
+    "Submit", "Start", "End", "WorkDir",
+)
+SACCT_TIMEOUT_S = 30.0
+
+
+def parse_sacct(text: str, fields: Sequence[str]) -> List[Dict[str, str]]:
+    """Rows of ``sacct --parsable2 --noheader -o <fields>`` as dicts.
+
+    A header line (someone forgot --noheader) is skipped. A row with the wrong
+    number of columns (a '|' inside a job name) keeps the fixed fields right
+    by joining the extra columns into JobName when it is present.
+    """
+    names = list(fields)
+    rows: List[Dict[str, str]] = []
+    for ln in text.splitlines():
+        if not ln.strip():
+            continue
+        cols = ln.split("|")
+        if cols == names:
+            continue
+        if len(cols) > len(names) and "JobName" in names:
+            i = names.index("JobName")
+            extra = len(cols) - len(names)
+            cols = cols[:i] + ["|".join(cols[i:i + extra + 1])] + cols[i + extra + 1:]
+        if len(cols) != len(names):
+            continue
+        rows.append(dict(zip(names, cols)))
+    return rows
+
+
+def is_placeholder_row(row: Dict[str, str]) -> bool:
+    """The row slurmdbd shows for ~1 s after a job ends (facts #9):
+    ``JobName=allocation``, ``User=root``, empty WorkDir. Not final yet."""
+    if "." in row.get("JobID", ""):
+        return False
+    if row.get("JobName") != "allocation":
+        return False
+    if "User" in row and row.get("User") not in ("root", ""):
+        return False
+    return not row.get("WorkDir", "")
+
+
+def sacct_time(t: float) -> str:
+    """sacct's -S/-E take local time without a zone."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
+
+
+def sacct_argv(
+    sacct: str,
+    *,
+    since: Optional[float] = None,
+    until: Optional[float] = None,
+    job_ids: Sequence[str] = (),
+    partition: Optional[str] = None,
+    fields: Sequence[str] = SACCT_FIELDS,
+    duplicates: bool = True,
+) -> List[str]:
+    argv = [sacct, "--parsable2", "--noheader", "-o", ",".join(fields)]
+    if duplicates:
+        argv.append("--duplicates")  # every run of a requeued job, not just the last
+    if job_ids:
+        argv += ["-j", ",".join(str(j) for j in job_ids)]
+    else:
+        argv.append("--allusers")
+    if since is not None:
+        argv += ["-S", sacct_time(since)]
+    elif job_ids:
+        # -j alone only looks at today's jobs on some versions; look back far.
+        argv += ["-S", "1970-01-02T00:00:00"]
+    if until is not None:
+        argv += ["-E", sacct_time(until)]
+    if partition:
+        argv += ["-r", partition]
+    return argv
+
+
+def sacct_rows(
+    *,
+    since: Optional[float] = None,
+    until: Optional[float] = None,
+    job_ids: Sequence[str] = (),
+    partition: Optional[str] = None,
+    fields: Sequence[str] = SACCT_FIELDS,
+    duplicates: bool = True,
+    sacct: Optional[str] = None,
+    timeout: float = SACCT_TIMEOUT_S,
+    env: Optional[Dict[str, str]] = None,
+    runner: Any = None,
+) -> List[Dict[str, str]]:
+    """One ``sacct`` call: every job and step in the window (or the given ids).
+
+    Raises ``SlurmError`` when sacct is missing, fails (no slurmdbd:
+    "accounting storage is disabled") or times out; callers report that as
+    unknown. ``runner`` (default ``gcm_checks.proc.run``) is injectable so
+    tests can count calls.
+    """
+    from gcm_checks.proc import run, which
+
+    path = which(sacct or "sacct")
+    if not path:
+        raise SlurmError("sacct: not found (set accounting.sacct)")
+    argv = sacct_argv(path, since=since, until=until, job_ids=job_ids, partition=partition, fields=fields, duplicates=duplicates)
+    res = (runner or run)(argv, timeout=timeout, env=env)
+    if not res.ok:
+        raise SlurmError(res.describe())
+    return parse_sacct(res.stdout, fields)
+
+
+def sacct_job(job_id: str, **kw: Any) -> List[Dict[str, str]]:
+    """All runs and steps of one job (``--duplicates``)."""
+    return sacct_rows(job_ids=[str(job_id)], **kw)
