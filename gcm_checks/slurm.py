@@ -142,11 +142,20 @@ def _features(v: Optional[str]) -> Tuple[str, ...]:
     return tuple(f for f in (x.strip() for x in v.split(",")) if f)
 
 
+def parse_nodes(text: str) -> List[NodeInfo]:
+    """Every node in ``scontrol show node -o [EXPR]`` output."""
+    return [_node_from_line(ln) for ln in text.splitlines() if ln.strip().startswith("NodeName=")]
+
+
 def parse_node(text: str) -> NodeInfo:
     """Parse ``scontrol show node -o NODE`` output (one line per node)."""
     line = next((ln for ln in text.splitlines() if ln.strip().startswith("NodeName=")), "")
     if not line:
         raise SlurmError(f"no NodeName in scontrol output: {text.strip()[:200]!r}")
+    return _node_from_line(line)
+
+
+def _node_from_line(line: str) -> NodeInfo:
     kv = parse_key_values(line)
     reason = _none_if_null(kv.get("Reason"))
     reason_user = None
@@ -255,6 +264,10 @@ class ScontrolBackend:
 
     def node_info(self, node: str) -> NodeInfo:
         return parse_node(self._run("show", "node", "-o", node))
+
+    def nodes(self, expr: Optional[str] = None) -> List[NodeInfo]:
+        """All nodes, or those in a hostlist expression, in one RPC."""
+        return parse_nodes(self._run("show", "node", "-o", *([expr] if expr else [])))
 
     def drain(self, node: str, reason: str) -> None:
         self._run("update", f"nodename={node}", "state=drain", f"reason={reason}")
@@ -393,7 +406,13 @@ class DryRunBackend:
 
     def node_info(self, node: str) -> NodeInfo:
         if self.reader is not None:
-            return self.reader.node_info(node)
+            try:
+                return self.reader.node_info(node)
+            except SlurmError as e:
+                # A dry run must still say what it would do when slurmctld is
+                # not reachable (a demo machine, a node being qualified).
+                if self.log is not None:
+                    self.log.warning(f"slurm: cannot read node {node} ({e}); assuming it is not drained")
         if self.state is not None:
             return self.state
         return NodeInfo(name=node, state="UNKNOWN")
@@ -627,8 +646,14 @@ def apply_resume(
     force: bool = False,
     state_dir: Optional[str] = None,
     log: Any = None,
+    expect_reason: Optional[str] = None,
 ) -> ResumeOutcome:
-    """Resume ``node`` only if its drain is ours (``gcm:``), or if ``force``."""
+    """Resume ``node`` only if its drain is ours (``gcm:``), or if ``force``.
+
+    ``expect_reason`` (health mode) narrows "ours" to the very drain we made:
+    if the reason changed since, someone - perhaps an admin with
+    ``gcm-checks node drain`` - drained it again, and it is not ours to lift.
+    """
     try:
         info = backend.node_info(node)
     except SlurmError as e:
@@ -638,6 +663,11 @@ def apply_resume(
         if state_dir:
             _remove(_state_path(state_dir, DRAIN_STATE_FILE, node))
         return ResumeOutcome("not_drained", info.state, info.reason)
+    if expect_reason is not None and info.gcm_owned and info.reason != expect_reason and not force:
+        _log(log, "info", f"slurm: not resuming {node}: reason changed since our drain ({info.reason!r})")
+        if state_dir:
+            _remove(_state_path(state_dir, DRAIN_STATE_FILE, node))
+        return ResumeOutcome("reason_changed", "drained again since our drain", info.reason)
     if not info.gcm_owned and not force:
         _log(log, "warning", f"slurm: not resuming {node}: drained by {info.reason_user or '?'} ({info.reason!r}), not by gcm")
         return ResumeOutcome("kept_foreign", "drained by someone else", info.reason)
@@ -675,7 +705,7 @@ def resume_if_passed(
     if check and check not in passed_checks:
         _log(log, "info", f"slurm: {node} stays drained: {check} did not run or did not pass")
         return ResumeOutcome("not_passed", check, rec.get("reason"))
-    return apply_resume(backend, node, state_dir=state_dir, log=log)
+    return apply_resume(backend, node, state_dir=state_dir, log=log, expect_reason=rec.get("reason"))
 
 
 # --------------------------------------------------------------------------
@@ -691,9 +721,10 @@ class FeatureOutcome:
     detail: str = ""
 
 
-def merge_features(current: Sequence[str], gcm: Sequence[str]) -> List[str]:
-    """Every feature gcm does not own, in order, then ours."""
-    keep = [f for f in current if f not in GCM_FEATURES]
+def merge_features(current: Sequence[str], gcm: Sequence[str], manage: Sequence[str] = GCM_FEATURES) -> List[str]:
+    """Every feature we do not manage here, in order, then ours."""
+    managed = set(manage) | set(gcm)
+    keep = [f for f in current if f not in managed]
     return keep + [f for f in gcm if f not in keep]
 
 
@@ -715,15 +746,19 @@ def apply_features(
     state_dir: Optional[str] = None,
     log: Any = None,
     verify: bool = False,
+    manage: Sequence[str] = GCM_FEATURES,
 ) -> FeatureOutcome:
     """Publish ``gcm_features`` (e.g. ["gcm_ok"]) and ``extra`` on transitions.
 
     If the local record already says these features are applied, no RPC is
     made unless ``verify``: then the node is read and, if a reconfigure wiped
     the features, they are re-applied from the record. Extra's timestamp does
-    not make a transition on its own; only the feature set does.
+    not make a transition on its own; only the feature set does. Only the
+    features in ``manage`` are replaced: health mode manages gcm_ok and
+    gcm_degraded and leaves qualification's gcm_qualified alone.
     """
     want = sorted(set(gcm_features))
+    managed = set(manage) | set(want)
     rec = feature_record(state_dir, node)
     if rec is not None and sorted(rec.get("features") or []) == want and not verify:
         return FeatureOutcome("unchanged", tuple(want))
@@ -732,12 +767,17 @@ def apply_features(
     except SlurmError as e:
         _log(log, "error", f"slurm: cannot read node {node} features ({e})")
         return FeatureOutcome("error", tuple(want), str(e))
-    have = sorted(f for f in info.active_features if f in GCM_FEATURES)
-    have_avail = sorted(f for f in info.available_features if f in GCM_FEATURES)
+    have = sorted(f for f in info.active_features if f in managed)
+    have_avail = sorted(f for f in info.available_features if f in managed)
     if have == want and have_avail == want and rec is not None and sorted(rec.get("features") or []) == want:
+        if state_dir and not isinstance(backend, DryRunBackend):
+            try:  # verified now: restart the verify clock
+                _write_json(_state_path(state_dir, FEATURE_STATE_FILE, node), dict(rec, time=time.time()))
+            except OSError:
+                pass
         return FeatureOutcome("unchanged", tuple(want))
-    available = merge_features(info.available_features, want)
-    active = merge_features(info.active_features, want)
+    available = merge_features(info.available_features, want, managed)
+    active = merge_features(info.active_features, want, managed)
     extra_value = extra if extra is not None else (rec or {}).get("extra") or ""
     try:
         if hasattr(backend, "set_features_and_extra"):
@@ -833,6 +873,17 @@ class MemoryBackend:
     def show_job(self, job_id: str) -> Dict[str, str]:
         self._check()
         return dict(self.jobs.get(str(job_id), {}))
+
+
+def list_nodes(backend: SlurmBackend, names: Sequence[str] = ()) -> List[NodeInfo]:
+    """NodeInfo for ``names`` (hostlist expressions allowed with scontrol), or all nodes."""
+    bulk = getattr(backend, "nodes", None)
+    if bulk is not None:
+        return list(bulk(",".join(names) if names else None))
+    if not names:
+        raise SlurmError("listing all nodes needs the scontrol backend; name the nodes")
+    return [backend.node_info(n) for n in names]
+
 
 # --------------------------------------------------------------------------
 # Accounting: sacct (issue 9, gcm_checks/accounting)

@@ -495,13 +495,56 @@ class SlurmCluster:
         raise ClusterError(f"nodes not idle after {timeout}s: {states}\n{self.log_tail('slurmctld')}")
 
     def reset_nodes(self, timeout: float = 30) -> None:
-        """Cancel jobs, resume every drained node, clear features/Extra; wait for idle."""
+        """Cancel jobs, resume drained nodes, clear features, Extra and gcm state; wait for idle."""
         self._cmd("scancel", "--full", "-u", "root", check=False)
         for n in NODES:
             info = self.node(n)
             if "DRAIN" in info.get("State", "") or "DOWN" in info.get("State", ""):
                 self.scontrol("update", f"nodename={n}", "state=resume", check=False)
+            if info.get("AvailableFeatures", "(null)") != "(null)" or info.get("Extra"):
+                self.scontrol("update", f"nodename={n}", "AvailableFeatures=", "ActiveFeatures=", "Extra=", check=False)
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+        os.makedirs(self.state_dir, mode=0o755, exist_ok=True)
+        self.write_gcm_config()
         self.wait_nodes_idle(NODES, timeout)
+
+    def use_scripts(self, prolog: Optional[str] = None, epilog: Optional[str] = None, timeout: float = 30) -> None:
+        """Point Prolog=/Epilog= at new globs (None: the no-op) and reconfigure.
+
+        Reconfigure also drops scontrol-set node features (facts #8).
+        """
+        if (prolog, epilog) == (self.prolog, self.epilog):
+            return
+        self.prolog, self.epilog = prolog, epilog
+        self._write_confs()
+        marks = {n: self._log_size(f"slurmd-{n}.log") for n in NODES}
+        self.scontrol("reconfigure")
+        # slurmd re-reads slurm.conf asynchronously; a job started before
+        # that would still run the old scripts.
+        end = time.monotonic() + timeout
+        pending = set(NODES)
+        while pending and time.monotonic() < end:
+            for n in list(pending):
+                if "reconfigur" in self._log_since(f"slurmd-{n}.log", marks[n]).lower():
+                    pending.discard(n)
+            time.sleep(0.05)
+        if pending:
+            raise ClusterError(f"slurmd did not reconfigure: {sorted(pending)}")
+        self.wait_nodes_idle(NODES, timeout)
+
+    def _log_size(self, name: str) -> int:
+        try:
+            return os.path.getsize(os.path.join(self.logdir, name))
+        except OSError:
+            return 0
+
+    def _log_since(self, name: str, offset: int) -> str:
+        try:
+            with open(os.path.join(self.logdir, name), "rb") as f:
+                f.seek(offset)
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
 
     def log_tail(self, name: str, lines: int = 30) -> str:
         out = []

@@ -150,3 +150,11 @@ def test_unreachable_slurmctld_is_a_bounded_error(clean_cluster, tmp_path):
     # Nothing reached the real cluster.
     assert "node2" not in c.sinfo_reasons()
     assert os.path.exists(c.conf)
+
+
+def test_reset_nodes_clears_features_and_extra(clean_cluster):
+    c = clean_cluster
+    c.scontrol("update", "nodename=node2", "AvailableFeatures=x,gcm_ok", "ActiveFeatures=gcm_ok", "Extra=gcm ok")
+    c.reset_nodes()
+    node = c.node("node2")
+    assert node["AvailableFeatures"] == "(null)" and not node.get("Extra")

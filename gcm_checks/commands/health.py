@@ -1,0 +1,147 @@
+"""``gcm-checks health``: the periodic run for Slurm's ``HealthCheckProgram``.
+
+slurmd runs it every ``HealthCheckInterval`` whether or not a job is on the
+node. It runs the ``health`` suite and applies the ownership rules of
+``gcm_checks.slurm``:
+
+* a failure drains the node with a ``gcm:`` reason, unless someone else
+  already drained it (their reason is kept, our finding logged);
+* when the check that caused our own drain passes again, the node is resumed
+  (``slurm.resume_on_pass``, default on; only ever our drain);
+* health is published as ``gcm_ok`` / ``gcm_degraded`` plus a summary in
+  ``Extra``, on transitions only; the features are re-applied from local state
+  every ``FEATURE_VERIFY_S`` because ``scontrol reconfigure`` wipes them.
+
+A healthy node with nothing to change makes no Slurm call. An unreachable
+slurmctld costs at most ``slurm.timeout_s`` per call and a log line - never a
+hang, never a drain. ``unknown`` results change nothing in Slurm.
+
+Exit status: 1 when a check failed, else 0 (slurmd only logs a non-zero
+health check; it never drains for it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+from gcm_checks.commands._suite import add_common
+
+# Re-read the node's features at most this often to catch a reconfigure that
+# wiped them: one REQUEST_NODE_INFO per node per hour, not per health run.
+FEATURE_VERIFY_S = 3600.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_common(parser)
+    parser.add_argument("--reapply", action="store_true", help="re-read the node now and re-apply gcm features if Slurm lost them")
+    parser.add_argument("--no-resume", action="store_true", help="never resume, even a drain made by gcm (overrides slurm.resume_on_pass)")
+
+
+def run(args: argparse.Namespace) -> int:
+    t0 = time.monotonic()
+    from gcm_checks.config import ConfigError
+
+    try:
+        from gcm_checks.commands._suite import load_settings
+
+        settings = load_settings(args)
+    except ConfigError as e:
+        print(f"gcm-checks health: UNKNOWN - configuration error, no checks run: {e}", file=sys.stderr)
+        return 0
+    from gcm_checks.logs import close_log, open_log
+
+    node = settings.node
+    log = open_log(settings.get("log_path"), mode="health", node=node)
+    try:
+        return _run(args, settings, node, log, t0)
+    except Exception as e:  # noqa: BLE001 - our bug: report, never drain
+        log.exception("internal_error", error=str(e))
+        print(f"gcm-checks health {node}: UNKNOWN - internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 0
+    finally:
+        close_log()
+
+
+def health_features(results: List[Any]) -> Optional[List[str]]:
+    """gcm features for a verdict; None when we could not tell (change nothing)."""
+    from gcm_checks.result import Status, verdict
+
+    v = verdict(results)
+    if v is Status.PASS:
+        return ["gcm_ok"]
+    if v in (Status.WARN, Status.FAIL):
+        return ["gcm_degraded"]
+    return None  # UNKNOWN: "we could not tell" is not a transition
+
+
+def passed_checks(results: List[Any]) -> List[str]:
+    """Check ids whose every result passed (a check may report per GPU)."""
+    from gcm_checks.result import Status
+
+    seen: Dict[str, bool] = {}
+    for r in results:
+        seen[r.check] = seen.get(r.check, True) and r.status is Status.PASS
+    return sorted(c for c, ok in seen.items() if ok)
+
+
+def decide_and_apply(backend: Any, node: str, results: List[Any], *, state_dir: str, log: Any,
+                     resume_on_pass: bool = True, verify_features: bool = False) -> Dict[str, Any]:
+    """All of health mode's Slurm side effects; returns what was done, for the log and --json."""
+    from gcm_checks import slurm
+    from gcm_checks.result import Status, first_failure
+
+    actions: Dict[str, Any] = {}
+    fail = first_failure(results)
+    if fail is not None:
+        reason = slurm.make_drain_reason(fail.check, fail.subject, fail.message)
+        out = slurm.apply_drain(backend, node, reason, state_dir=state_dir, log=log, check=fail.check)
+        actions["drain"] = {"action": out.action, "reason": out.reason, "previous_reason": out.previous_reason}
+    elif resume_on_pass:
+        res = slurm.resume_if_passed(backend, node, passed_checks(results), state_dir=state_dir, log=log)
+        if res is not None:
+            actions["resume"] = {"action": res.action, "previous_reason": res.previous_reason}
+    want = health_features(results)
+    if want is not None:
+        failing = sorted({r.check for r in results if r.status in (Status.FAIL, Status.WARN)})
+        status = "ok" if want == ["gcm_ok"] else "degraded"
+        rec = slurm.feature_record(state_dir, node)
+        stale = rec is None or (time.time() - float(rec.get("time") or 0)) > FEATURE_VERIFY_S
+        out_f = slurm.apply_features(backend, node, want, slurm.summary_extra(status, failing), state_dir=state_dir,
+                                     log=log, verify=verify_features or stale, manage=("gcm_ok", "gcm_degraded"))
+        if out_f.action != "unchanged":
+            actions["features"] = {"action": out_f.action, "features": list(out_f.features), "detail": out_f.detail}
+    return actions
+
+
+def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float) -> int:
+    from gcm_checks import runner, slurm
+    from gcm_checks.commands._suite import emit_json, render_table, result_rows, summary_line
+    from gcm_checks.result import Status, verdict
+
+    ctx = runner.build_context(settings, sim=args.sim, budget_s=args.budget)
+    ctx.started = t0
+    log.info("start", sim=ctx.sim.get("name") if ctx.sim else None, budget_s=ctx.budget_s, config=settings.source)
+    try:
+        results = runner.run_suite("health", ctx)
+    finally:
+        ctx.close()
+    v = verdict(results)
+    for r in results:
+        if r.status is not Status.PASS:
+            log.info("result", **r.to_dict())
+    backend = slurm.backend_from_settings(settings, dry_run=getattr(args, "dry_run", False),
+                                          out=sys.stderr if args.json else sys.stdout, log=log)
+    resume = bool(settings.get("slurm.resume_on_pass", True)) and not args.no_resume
+    actions = decide_and_apply(backend, node, results, state_dir=str(ctx.state_dir), log=log,
+                               resume_on_pass=resume, verify_features=args.reapply)
+    log.info("done", verdict=v.value, duration_s=round(time.monotonic() - t0, 4), actions=actions)
+    action_text = ", ".join(f"{k}: {a['action']}" for k, a in actions.items()) or None
+    if args.json:
+        emit_json({"verdict": v.value, "node": node, "actions": actions, "results": result_rows(results)})
+    elif sys.stdout.isatty() or getattr(args, "dry_run", False) or v is not Status.PASS:
+        render_table(results)
+    print(summary_line("health", node, v, results, action_text), file=sys.stderr)
+    return 1 if v is Status.FAIL else 0
