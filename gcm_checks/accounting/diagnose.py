@@ -1,0 +1,387 @@
+"""``why JOBID`` and ``failures``: gather (sacct, scontrol, logs, stored
+evidence), then judge with the pure modules (judge.py, trends.py).
+
+Both work for jobs gcm-checks never saw at epilog time: sacct is the floor,
+everything else adds evidence when it is there. Every source that could not be
+read is named in ``sources`` / ``notes`` - "could not tell" is said, not hidden.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from gcm_checks.accounting.records import JobRecord, fmt_duration, group_rows, parse_exit, parse_time
+from gcm_checks.accounting.settings import AccountingSettings
+
+# Injectable edges (tests use fakes; defaults call gcm_checks.slurm).
+SacctJob = Callable[[str], List[Dict[str, str]]]
+ShowJob = Callable[[str], Dict[str, str]]
+
+
+def _default_sacct_job(settings: Any) -> SacctJob:
+    from gcm_checks import slurm
+
+    acc = AccountingSettings.coerce(settings)
+    return lambda job_id: slurm.sacct_job(job_id, sacct=acc.sacct, timeout=acc.timeout_s)
+
+
+def _default_show_job(settings: Any) -> ShowJob:
+    from gcm_checks import slurm
+
+    timeout = float(_get(settings, "slurm.timeout_s", 5.0))
+    backend = slurm.ScontrolBackend(scontrol=_get(settings, "slurm.scontrol", None), timeout_s=timeout)
+    return backend.show_job
+
+
+def _get(settings: Any, dotted: str, default: Any) -> Any:
+    if settings is None:
+        return default
+    if hasattr(settings, "get") and not isinstance(settings, Mapping):
+        v = settings.get(dotted)
+        return default if v is None else v
+    cur: Any = settings
+    for part in dotted.split("."):
+        if not isinstance(cur, Mapping) or part not in cur:
+            return default
+        cur = cur[part]
+    return default if cur is None else cur
+
+
+# --------------------------------------------------------------------------
+# scontrol show job -> a JobRecord (while slurmctld still knows the job)
+
+
+def record_from_scontrol(d: Mapping[str, str]) -> JobRecord:
+    code, sig = parse_exit(d.get("ExitCode", ""))
+    dcode, dsig = parse_exit(d.get("DerivedExitCode", ""))
+    uid_m = re.search(r"\((\d+)\)", d.get("UserId", ""))
+    from gcm_checks.accounting.records import parse_duration
+
+    state = (d.get("JobState", "") or "").upper()
+    end = parse_time(d.get("EndTime", ""))
+    return JobRecord(
+        job_id=str(d.get("JobId", "")),
+        run=int(d.get("Restarts", "0") or 0) if str(d.get("Restarts", "0")).isdigit() else 0,
+        name=d.get("JobName", ""),
+        user=d.get("UserId", "").split("(")[0],
+        uid=int(uid_m.group(1)) if uid_m else None,
+        partition=d.get("Partition", ""),
+        state=state,
+        state_raw=state,
+        exit_code=code,
+        signal=sig,
+        derived_exit_code=dcode,
+        derived_signal=dsig,
+        reason=d.get("Reason", ""),
+        elapsed_s=parse_duration(d.get("RunTime", "")),
+        timelimit_s=parse_duration(d.get("TimeLimit", "")),
+        nodes="" if d.get("NodeList", "(null)") in ("(null)", "") else d.get("NodeList", ""),
+        submit=parse_time(d.get("SubmitTime", "")),
+        start=parse_time(d.get("StartTime", "")),
+        end=end,
+        work_dir=d.get("WorkDir", ""),
+    )
+
+
+def pick_run(records: Sequence[JobRecord], run: Optional[int]) -> Optional[JobRecord]:
+    if not records:
+        return None
+    if run is None:
+        return records[-1]
+    for r in records:
+        if r.run == run:
+            return r
+    return None
+
+
+# --------------------------------------------------------------------------
+# Logs, read root-safely
+
+
+def log_paths(sc: Mapping[str, str], record: Optional[JobRecord], report: Optional[Mapping[str, Any]]) -> List[Tuple[str, str]]:
+    """(name, path) of the job's logs: scontrol's expanded StdOut/StdErr while
+    the job is known; else the paths the stored report names; else sbatch's
+    default ``slurm-<id>.out`` in the work dir (sacct 22.05 has no StdOut)."""
+    out: List[Tuple[str, str]] = []
+    so, se = sc.get("StdOut", ""), sc.get("StdErr", "")
+    if so:
+        out.append(("stdout", so))
+    if se and se != so:
+        out.append(("stderr", se))
+    if out:
+        return out
+    for log in (report or {}).get("logs") or ():
+        if log.get("path"):
+            out.append((str(log.get("name") or "log"), str(log["path"])))
+    if out:
+        return out
+    if record is not None and record.work_dir:
+        jid = record.job_id.split("_")[0]
+        out.append(("stdout", os.path.join(record.work_dir, f"slurm-{jid}.out")))
+    return out
+
+
+def read_logs(
+    paths: Sequence[Tuple[str, str]],
+    *,
+    job_uid: Optional[int],
+    job_gid: Optional[int],
+    max_bytes: int,
+    timeout: float,
+) -> Tuple[List[Any], List[Dict[str, Any]]]:
+    """LogTexts plus what happened to each path.
+
+    As root we read as the job's user and insist the file is theirs
+    (``safeio.read_tail``: no symlink followed, privileges dropped). As anyone
+    else the kernel's own permission checks are the rule: a user reads the
+    logs they can read, nothing more.
+    """
+    from gcm_checks import safeio
+    from gcm_checks.classify import LogText
+
+    texts: List[Any] = []
+    info: List[Dict[str, Any]] = []
+    as_root = os.geteuid() == 0
+    for name, path in paths:
+        uid = job_uid if as_root else None
+        if as_root and job_uid is None:
+            info.append({"name": name, "path": path, "read": False, "note": "job owner unknown; not read as root"})
+            continue
+        tail = safeio.read_tail(path, uid=uid, gid=job_gid if as_root else None, max_bytes=max_bytes, timeout=timeout)
+        if tail.error:
+            info.append({"name": name, "path": path, "read": False, "note": tail.error})
+            continue
+        data = tail.data
+        if tail.truncated:
+            nl = data.find(b"\n")
+            data = data[nl + 1:] if 0 <= nl < len(data) - 1 else data
+        texts.append(LogText(name, safeio.clean_text(data)))
+        info.append({"name": name, "path": path, "read": True, "bytes": len(tail.data), "size": tail.size,
+                     "truncated": tail.truncated})
+    return texts, info
+
+
+# --------------------------------------------------------------------------
+# why
+
+
+def explain(
+    job_id: str,
+    settings: Any = None,
+    *,
+    run: Optional[int] = None,
+    sacct_job: Optional[SacctJob] = None,
+    show_job: Optional[ShowJob] = None,
+    max_log_bytes: int = 256 * 1024,
+) -> Dict[str, Any]:
+    """Everything ``gcm-checks why`` prints. Never raises for a missing source."""
+    from gcm_checks.accounting.judge import classify_run, node_inputs, report_logs
+    from gcm_checks.accounting.refine import load_report
+    from gcm_checks.classify.taxonomy import CATEGORIES
+
+    job_id = str(job_id).strip()
+    sources: Dict[str, Any] = {}
+    notes: List[str] = []
+    records: List[JobRecord] = []
+    try:
+        rows = (sacct_job or _default_sacct_job(settings))(job_id)
+        records = [r for r in group_rows(rows) if r.job_id == job_id or r.job_id.split("_")[0] == job_id]
+        placeholder = any(r.placeholder for r in records)
+        sources["sacct"] = f"{len(records)} run(s)" + (" (accounting not final yet)" if placeholder else "")
+    except Exception as e:  # noqa: BLE001 - sacct missing/down: we can still answer from scontrol
+        sources["sacct"] = f"unavailable: {e}"
+    sc: Dict[str, str] = {}
+    try:
+        sc = dict((show_job or _default_show_job(settings))(job_id))
+        sources["scontrol"] = f"JobState={sc.get('JobState', '?')}"
+    except Exception as e:  # noqa: BLE001 - past MinJobAge the job is gone from slurmctld
+        sources["scontrol"] = f"unavailable: {str(e).splitlines()[0][:200] if str(e) else type(e).__name__}"
+    record = pick_run(records, run)
+    if record is None or (record.placeholder and sc):
+        if sc:
+            record = record_from_scontrol(sc)
+        elif run is not None and records:
+            return {"job_id": job_id, "found": False, "sources": sources,
+                    "notes": [f"no run {run} of job {job_id}; runs 0..{len(records) - 1} are known"]}
+        else:
+            return {"job_id": job_id, "found": False, "sources": sources,
+                    "notes": [f"job {job_id} is not known to sacct or scontrol"]}
+    if sc and not sc.get("JobState", "").upper() in ("PENDING", "RUNNING", "CONFIGURING", "SUSPENDED") and record.state in ("", "RUNNING", "PENDING"):
+        # slurmdbd lags: trust slurmctld's final word when accounting is behind.
+        record = record_from_scontrol(sc)
+    if sc.get("Reason") and (not record.reason or record.reason == "None"):
+        from dataclasses import replace
+
+        record = replace(record, reason=sc["Reason"])
+
+    report, report_path = load_report(settings, record.key) if settings is not None else (None, "")
+    if report is None and settings is not None:
+        report = _spool_report(settings, record.key)
+    sources["report"] = report_path if report is not None and report_path else "none"
+
+    uid = record.uid
+    if uid is None and sc.get("UserId"):
+        m = re.search(r"\((\d+)\)", sc["UserId"])
+        uid = int(m.group(1)) if m else None
+    gid = None
+    m = re.search(r"\((\d+)\)", sc.get("GroupId", ""))
+    if m:
+        gid = int(m.group(1))
+    paths = log_paths(sc, record, report)
+    logs, log_info = read_logs(paths, job_uid=uid, job_gid=gid, max_bytes=max_log_bytes,
+                               timeout=float(_get(settings, "report.read_timeout_s", 5.0)))
+    sources["logs"] = log_info
+    if not logs and report is not None:
+        logs = report_logs(report)
+        if logs:
+            notes.append("logs not readable now; used the tails stored in the report")
+    elif report is not None:
+        # The report's earlier evidence (kernel lines, XIDs) still counts.
+        logs = [l for l in report_logs(report) if l.source == "earlier evidence"] + logs
+    ev = node_inputs((report or {}).get("nodes") or ())
+    cls = classify_run(record, logs, ev)
+    cat = CATEGORIES.get(cls.category, CATEGORIES["unknown"])
+    if record.state in ("RUNNING", "PENDING", "COMPLETING", "CONFIGURING", "SUSPENDED"):
+        notes.append(f"job is {record.state}: this is a provisional answer")
+    return {
+        "job_id": job_id,
+        "found": True,
+        "key": record.key,
+        "job": {
+            "id": record.job_id, "run": record.run, "runs": record.runs, "name": record.name, "user": record.user,
+            "partition": record.partition, "state": record.state_raw or record.state, "exit_status": record.exit_status,
+            "derived_exit_code": record.derived_exit_code, "reason": record.reason, "nodes": record.nodes,
+            "elapsed": fmt_duration(record.elapsed_s) if record.elapsed_s is not None else None,
+            "timelimit": fmt_duration(record.timelimit_s) if record.timelimit_s is not None else None,
+            "max_rss_bytes": record.max_rss_bytes, "work_dir": record.work_dir,
+        },
+        "steps": [s.__dict__ for s in record.steps],
+        "classification": cls.to_dict(),
+        "next_step": cat.next_step,
+        "node_evidence": {k: len(v) for k, v in ev.items()},
+        "sources": sources,
+        "notes": notes,
+    }
+
+
+def _spool_report(settings: Any, key: str) -> Optional[Dict[str, Any]]:
+    """Node evidence from the report spool when no report was assembled yet."""
+    try:
+        from gcm_checks.report.model import ReportSettings
+        from gcm_checks.report.spool import read_contributions
+
+        contribs = read_contributions(ReportSettings.coerce(_plain(settings)).spool_dir, key)
+    except Exception:  # noqa: BLE001
+        return None
+    if not contribs:
+        return None
+    return {"nodes": [{"node": n, "evidence": c.get("evidence") or {}} for n, c in contribs.items()]}
+
+
+def _plain(settings: Any) -> Any:
+    return getattr(settings, "data", settings)
+
+
+def render_why(doc: Mapping[str, Any]) -> List[str]:
+    if not doc.get("found"):
+        lines = [f"job {doc.get('job_id')}: not found"]
+        lines += [f"  {k}: {v}" for k, v in (doc.get("sources") or {}).items()]
+        lines += [f"  {n}" for n in doc.get("notes") or ()]
+        return lines
+    j = doc["job"]
+    c = doc["classification"]
+    run = f" (run {j['run'] + 1} of {j['runs']})" if j.get("runs", 1) > 1 else ""
+    head = f"Job {doc['key']}{run} {j.get('name') or ''} [{j.get('user') or '?'}]: {j['state']}"
+    if j.get("exit_status"):
+        head += f", exit {j['exit_status']}"
+    if j.get("elapsed"):
+        head += f", ran {j['elapsed']}" + (f" of {j['timelimit']}" if j.get("timelimit") else "")
+    if j.get("nodes"):
+        head += f" on {j['nodes']}"
+    lines = [head, "", c["sentence"], "",
+             f"Category: {c['category']} ({c['responsibility']}), confidence {c['confidence']:.2f}, rule {c['rule']}"]
+    if c.get("evidence"):
+        lines.append("Evidence:")
+        for e in c["evidence"]:
+            where = f"{e['source']} line {e['line_no']}" if e.get("line_no") else e["source"]
+            lines.append(f"  [{where}] {e['text']}")
+    lines += ["", f"Next step: {doc.get('next_step', '')}", "", "Sources:"]
+    for k, v in (doc.get("sources") or {}).items():
+        if k == "logs":
+            for log in v or [{"name": "logs", "path": "", "note": "no log path known"}]:
+                state = f"read {log.get('bytes', 0)} bytes" if log.get("read") else f"not read: {log.get('note', '')}"
+                lines.append(f"  {log['name']}: {log.get('path', '')} ({state})")
+        else:
+            lines.append(f"  {k}: {v}")
+    for n in doc.get("notes") or ():
+        lines.append(f"Note: {n}")
+    return lines
+
+
+# --------------------------------------------------------------------------
+# failures
+
+
+_REL = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_since(text: str, now: float) -> float:
+    """``7d``, ``12h``, ``30m``, ``2w`` or an ISO date/time (local) -> epoch."""
+    t = text.strip()
+    m = _REL.match(t)
+    if m:
+        return now - float(m.group(1)) * _UNIT_S[m.group(2)]
+    for fmt in ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d"):
+        try:
+            return time.mktime(time.strptime(t, fmt))
+        except ValueError:
+            continue
+    raise ValueError(f"cannot read {text!r}: use 7d, 12h, 30m, 2w or YYYY-MM-DD[THH:MM[:SS]]")
+
+
+def failure_trends(
+    settings: Any = None,
+    *,
+    since: float,
+    until: float,
+    partition: Optional[str] = None,
+    fetch: Optional[Callable[..., List[Dict[str, str]]]] = None,
+    top: int = 10,
+) -> Dict[str, Any]:
+    """One sacct call for the whole range; stored reports where present."""
+    from gcm_checks import slurm
+    from gcm_checks.accounting import trends
+    from gcm_checks.accounting.judge import classify_run
+    from gcm_checks.accounting.records import ended_between
+    from gcm_checks.accounting.refine import load_report
+    from gcm_checks.hostlist import expand
+
+    acc = AccountingSettings.coerce(settings)
+    if fetch is None:
+        def fetch(**kw: Any) -> List[Dict[str, str]]:
+            return slurm.sacct_rows(sacct=acc.sacct, timeout=acc.timeout_s, **kw)
+    rows = fetch(since=since, until=until, partition=partition)
+    runs = []
+    for rec in ended_between(group_rows(rows), since, until):
+        if rec.placeholder:
+            continue
+        report = load_report(settings, rec.key)[0] if settings is not None else None
+        c = trends.classify_for_trends(rec, report, classify_run)
+        try:
+            nodes = expand(rec.nodes) if rec.nodes else []
+        except Exception:  # noqa: BLE001 - an odd hostlist must not lose the run
+            nodes = [rec.nodes]
+        failed = rec.failed or bool(report and (report.get("outcome") or {}).get("failed"))
+        runs.append(dict(c, key=rec.key, nodes=nodes, failed=failed, partition=rec.partition))
+    doc = trends.aggregate(runs, top=top)
+    doc["window"] = {"since": _iso_local(since), "until": _iso_local(until), "partition": partition or ""}
+    doc["sacct_calls"] = 1
+    return doc
+
+
+def _iso_local(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))

@@ -1,0 +1,459 @@
+"""The batched refinement pass: one sacct call per interval for the cluster.
+
+Why batched (issue 9): the epilog runs before accounting is final - the job is
+COMPLETING, a time limit and an scancel both read exit 0, and OUT_OF_MEMORY,
+NODE_FAIL, PREEMPTED, the steps and MaxRSS reach slurmdbd only afterwards.
+Asking sacct from every epilog would turn every job end on every node into a
+slurmdbd RPC. Instead one process per cluster (EpilogSlurmctld, a systemd
+timer, or health mode on ``accounting.designated_node``; docs/accounting.md)
+runs this pass, which
+
+1. returns at once unless ``interval_s`` passed since the last pass (so it can
+   be called from EpilogSlurmctld for every job at no cost), and holds a lock
+   so two passes never overlap;
+2. makes ONE sacct call for every job and step that ended since the last
+   pass (minus ``overlap_s``, because slurmdbd lags slurmctld);
+3. defers runs that are not final yet - the placeholder row slurmdbd shows
+   right after a job ends, or an End less than ``settle_s`` ago - to the
+   next pass, by keeping the window open for them;
+4. re-classifies each run that has a stored report with accounting's facts,
+   writes the report again (atomically) with ``refined_from``/``refined_at``
+   when the category changed, updates a notification still waiting in the
+   outbox and releases it; one already sent is not sent again (the change is
+   recorded in the report).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+from gcm_checks.accounting.settings import AccountingSettings, state_file_of
+
+# fetch(since, until) -> sacct rows; injectable so tests count calls.
+Fetch = Callable[[float, float], List[Dict[str, str]]]
+
+
+@dataclass
+class PassSummary:
+    ran: bool = False
+    skipped: str = ""  # why no sacct call was made
+    since: Optional[float] = None
+    until: Optional[float] = None
+    sacct_calls: int = 0
+    runs_seen: int = 0
+    refined: List[Dict[str, Any]] = field(default_factory=list)  # category changed
+    confirmed: List[str] = field(default_factory=list)  # accounting added evidence, same category
+    deferred: List[str] = field(default_factory=list)
+    no_report: List[str] = field(default_factory=list)  # ended, but gcm-checks holds no report here
+    released: List[str] = field(default_factory=list)  # outbox items updated and made due
+    after_notification: List[str] = field(default_factory=list)  # category changed after a send
+    errors: List[str] = field(default_factory=list)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return dict(self.__dict__)
+
+
+# --------------------------------------------------------------------------
+# Pass state: last window end, runs deferred, runs refined
+
+
+def read_state(path: str) -> Dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            st = json.load(f)
+        return st if isinstance(st, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def write_state(path: str, st: Mapping[str, Any]) -> None:
+    from gcm_checks.safeio import atomic_write
+
+    os.makedirs(os.path.dirname(path) or ".", mode=0o755, exist_ok=True)
+    atomic_write(path, json.dumps(st, sort_keys=True).encode(), mode=0o644)
+
+
+def due(st: Mapping[str, Any], acc: AccountingSettings, now: float) -> bool:
+    last = st.get("last_pass_at")
+    return last is None or now - float(last) >= acc.interval_s
+
+
+def window(st: Mapping[str, Any], acc: AccountingSettings, now: float) -> Tuple[float, float]:
+    """[since, until] for this pass: from the last window's end (or the oldest
+    deferred run's end, whichever is earlier) minus the overlap, to now."""
+    last = st.get("last_until")
+    since = float(last) if last is not None else now - acc.lookback_s
+    for info in (st.get("deferred") or {}).values():
+        t = info.get("end") or info.get("seen")
+        if t is not None:
+            since = min(since, float(t))
+    return since - (acc.overlap_s if last is not None else 0.0), now
+
+
+class _Lock:
+    """Non-blocking flock: a second pass while one runs returns at once."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.fd: Optional[int] = None
+
+    def acquire(self) -> bool:
+        os.makedirs(os.path.dirname(self.path) or ".", mode=0o755, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self.fd = fd
+        return True
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+# --------------------------------------------------------------------------
+# Refining one report (pure)
+
+
+def refine_report(
+    report: Mapping[str, Any],
+    record: Any,
+    classification: Mapping[str, Any],
+    *,
+    now: float,
+    notified: bool = False,
+) -> Tuple[Dict[str, Any], Optional[Dict[str, Any]]]:
+    """The report with accounting's facts and the new classification.
+
+    Returns (new report, change) where change is None when the category did
+    not change. The earlier category is kept as ``refined_from`` (and the
+    earlier classification under ``classification_at_epilog``), never lost.
+    """
+    import copy
+
+    new = copy.deepcopy(dict(report))
+    old = dict(report.get("classification") or {})
+    cls = dict(classification)
+    new["accounting"] = {"source": "sacct", "checked_at": _iso(now), "run": record.to_dict()}
+    job = dict(new.get("job") or {})
+    job["state"] = record.state_raw or record.state
+    new["job"] = job
+    outcome = dict(new.get("outcome") or {})
+    outcome["state"] = record.state_raw or record.state
+    outcome["job_failed"] = bool(outcome.get("job_failed")) or record.failed
+    outcome["failed"] = bool(outcome.get("failed")) or record.failed
+    new["outcome"] = outcome
+    change = None
+    if old.get("category") != cls.get("category"):
+        cls["refined_from"] = old.get("category")
+        cls["refined_at"] = _iso(now)
+        cls["refined_by"] = "accounting"
+        if old:
+            new["classification_at_epilog"] = {k: v for k, v in old.items() if not k.startswith("refined")}
+        change = {"key": record.key, "from": old.get("category"), "to": cls.get("category")}
+        if notified:
+            # Rule 6 and issue 9: the mail went out with the earlier answer;
+            # we record the better one here and do not mail twice.
+            cls["notified_as"] = old.get("category")
+            notes = list(new.get("notes") or [])
+            notes.append(f"category refined from {old.get('category')} to {cls.get('category')} after the "
+                         f"notification was sent; not sent again")
+            new["notes"] = notes
+            change["after_notification"] = True
+    else:
+        for k in ("refined_from", "refined_at", "refined_by", "notified_as"):
+            if k in old:
+                cls[k] = old[k]
+    new["classification"] = cls
+    return new, change
+
+
+# --------------------------------------------------------------------------
+# Notifications still waiting in the outbox
+
+
+def _outbox(settings: Any) -> Any:
+    from gcm_checks import notify
+
+    return notify.outbox_for(settings)
+
+
+def job_items(settings: Any, job_key: str, state: str) -> List[Dict[str, Any]]:
+    return [it for it in _outbox(settings).items(state) if it.get("job_key") == job_key]
+
+
+def _rewrite_pending(settings: Any, key: str, update: Callable[[Dict[str, Any]], bool]) -> bool:
+    """Rewrite one pending item under the outbox's own lock discipline: flock
+    the file, then replace it atomically (a flush holding the old inode sees
+    the replacement and skips it). False when a flush holds it or it is gone."""
+    from gcm_checks.safeio import atomic_write
+
+    box = _outbox(settings)
+    path = box._path("pending", key)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        with os.fdopen(os.dup(fd), "rb") as f:
+            item = json.load(f)
+        if not update(item):
+            return False
+        atomic_write(path, json.dumps(item).encode(), mode=0o600)
+        return True
+    except (OSError, ValueError):
+        return False
+    finally:
+        os.close(fd)
+
+
+def hold_notifications(settings: Any, job_key: str, *, now: Optional[float] = None) -> List[str]:
+    """Delay a job's first delivery by ``accounting.notify_wait_s`` so the
+    refinement pass can correct the category first. Call right after
+    ``notify.enqueue_report`` (before any flush). Returns the keys held.
+
+    If no refinement comes (slurmdbd down), the hold simply expires and the
+    next ``notify flush`` sends the epilog's answer: waiting is bounded.
+    """
+    acc = AccountingSettings.coerce(settings)
+    if acc.notify_wait_s <= 0:
+        return []
+    now = time.time() if now is None else now
+    held = []
+    for it in job_items(settings, job_key, "pending"):
+        def upd(item: Dict[str, Any]) -> bool:
+            if int(item.get("attempts", 0)):
+                return False  # already tried: its backoff rules
+            item["next_attempt_at"] = max(float(item.get("next_attempt_at", 0)), now + acc.notify_wait_s)
+            item["held_for"] = "accounting"
+            return True
+
+        if _rewrite_pending(settings, it["key"], upd):
+            held.append(it["key"])
+    return held
+
+
+def release_notifications(settings: Any, report: Mapping[str, Any], *, now: Optional[float] = None) -> List[str]:
+    """Give a job's waiting notifications the refined report and make them due."""
+    from gcm_checks import notify
+
+    ns = notify.NotifySettings.coerce(settings)
+    now = time.time() if now is None else now
+    job_key = (report.get("job") or {}).get("key", "")
+    released = []
+    for it in job_items(settings, job_key, "pending"):
+        ch = ns.channel(it.get("channel", ""))
+
+        def upd(item: Dict[str, Any], ch: Any = ch) -> bool:
+            if ch is not None:
+                item["payload"] = notify.build_payload(ch, report, list((item.get("payload") or {}).get("to") or []))
+            if not int(item.get("attempts", 0)):
+                item["next_attempt_at"] = min(float(item.get("next_attempt_at", now)), now)
+            item.pop("held_for", None)
+            item["refined_at"] = now
+            return True
+
+        if _rewrite_pending(settings, it["key"], upd):
+            released.append(it["key"])
+    return released
+
+
+# --------------------------------------------------------------------------
+# The pass
+
+
+def default_fetch(settings: Any) -> Fetch:
+    from gcm_checks import slurm
+
+    acc = AccountingSettings.coerce(settings)
+
+    def fetch(since: float, until: float) -> List[Dict[str, str]]:
+        return slurm.sacct_rows(since=since, until=until, sacct=acc.sacct, timeout=acc.timeout_s)
+
+    return fetch
+
+
+def load_report(settings: Any, key: str) -> Tuple[Optional[Dict[str, Any]], str]:
+    from gcm_checks.report import report_paths
+
+    path = report_paths(settings, key)["report.json"]
+    try:
+        with open(path, "rb") as f:
+            doc = json.load(f)
+        return (doc if isinstance(doc, dict) else None), path
+    except (OSError, ValueError):
+        return None, path
+
+
+def refine_pass(
+    settings: Any,
+    *,
+    node: str = "",
+    now: Optional[float] = None,
+    fetch: Optional[Fetch] = None,
+    force: bool = False,
+    deliver: bool = True,
+    deliver_budget_s: float = 10.0,
+) -> PassSummary:
+    """One pass; never raises (errors are in ``summary.errors``)."""
+    acc = AccountingSettings.coerce(settings)
+    summary = PassSummary()
+    if acc.designated_node and node and node != acc.designated_node and not force:
+        summary.skipped = f"not the designated node ({acc.designated_node})"
+        return summary
+    now = time.time() if now is None else now
+    path = state_file_of(settings)
+    lock = _Lock(path + ".lock")
+    try:
+        if not lock.acquire():
+            summary.skipped = "another refinement pass is running"
+            return summary
+    except OSError as e:
+        summary.skipped = f"cannot lock {path}.lock: {e}"
+        summary.errors.append(summary.skipped)
+        return summary
+    try:
+        st = read_state(path)
+        if not force and not due(st, acc, now):
+            summary.skipped = f"last pass {now - float(st['last_pass_at']):.0f}s ago (interval {acc.interval_s:.0f}s)"
+            return summary
+        since, until = window(st, acc, now)
+        summary.since, summary.until = since, until
+        fetch = fetch or default_fetch(settings)
+        summary.sacct_calls += 1
+        summary.ran = True
+        try:
+            rows = fetch(since, until)
+        except Exception as e:  # noqa: BLE001 - sacct down is "could not tell": keep the window for next time
+            summary.errors.append(f"sacct: {e}")
+            st["last_pass_at"] = now
+            st["last_error"] = str(e)[:300]
+            write_state(path, st)
+            return summary
+        _refine_rows(settings, acc, st, rows, since, until, now, summary)
+        st.update(last_pass_at=now, last_until=until, last_error="")
+        write_state(path, st)
+    finally:
+        lock.release()
+    if deliver and summary.released:
+        try:
+            from gcm_checks import notify
+
+            notify.flush(settings, budget_s=deliver_budget_s, only_keys=summary.released, node=node, sweep=False)
+        except Exception as e:  # noqa: BLE001 - delivery problems never fail the pass (rule 6)
+            summary.errors.append(f"notify: {e}")
+    return summary
+
+
+def _refine_rows(settings: Any, acc: AccountingSettings, st: Dict[str, Any], rows: List[Dict[str, str]],
+                 since: float, until: float, now: float, summary: PassSummary) -> None:
+    from gcm_checks.accounting.records import JobRecord, ended_between, group_rows
+
+    waiting: Dict[str, Any] = dict(st.get("waiting") or {})
+    deferred: Dict[str, Any] = dict(st.get("deferred") or {})
+    refined: Dict[str, float] = {k: float(v) for k, v in (st.get("refined") or {}).items()}
+    for rec in ended_between(group_rows(rows), since, until):
+        summary.runs_seen += 1
+        key = rec.key
+        if rec.placeholder or (rec.end is not None and until - rec.end < acc.settle_s):
+            # Not final yet (facts #9): next pass, window kept open for it.
+            deferred.setdefault(key, {"seen": now, "end": rec.end if rec.end is not None else now})
+            summary.deferred.append(key)
+            continue
+        deferred.pop(key, None)
+        if key in refined:
+            continue
+        if _refine_one(settings, rec, now, summary):
+            refined[key] = now
+            waiting.pop(key, None)
+        elif key not in waiting:
+            waiting[key] = {"seen": now, "record": rec.to_dict()}
+    # Runs whose report was not there yet (a multi-node report is assembled
+    # up to report.gather_timeout_s later): retried from the stored record,
+    # no new sacct call, for report_wait_s.
+    for key, info in list(waiting.items()):
+        if key in summary.no_report:
+            continue  # looked for a moment ago
+        if _refine_one(settings, JobRecord.from_dict(info["record"]), now, summary, retry=True):
+            refined[key] = now
+            waiting.pop(key)
+        elif now - float(info.get("seen", now)) >= acc.report_wait_s:
+            waiting.pop(key)
+    # Deferred runs that never became final (a lost job) are dropped after keep_s.
+    st["deferred"] = {k: v for k, v in deferred.items() if now - float(v.get("seen", now)) < acc.keep_s}
+    st["refined"] = {k: t for k, t in refined.items() if now - t < acc.keep_s}
+    st["waiting"] = waiting
+
+
+def _refine_one(settings: Any, rec: Any, now: float, summary: PassSummary, retry: bool = False) -> bool:
+    """Refine one run's stored report. False when there is no report (yet)."""
+    from gcm_checks.accounting.judge import classify_run, node_inputs, report_logs
+    from gcm_checks.report import write_report
+
+    key = rec.key
+    report, _path = load_report(settings, key)
+    if report is None:
+        if not retry:
+            summary.no_report.append(key)
+        return False
+    try:
+        cls = classify_run(rec, report_logs(report), node_inputs(report.get("nodes") or ()))
+        notified = bool(job_items(settings, (report.get("job") or {}).get("key", key), "sent"))
+        new, change = refine_report(report, rec, cls.to_dict(), now=now, notified=notified)
+        write_report(new, settings)
+    except Exception as e:  # noqa: BLE001 - one bad report must not stop the pass
+        summary.errors.append(f"{key}: {type(e).__name__}: {e}")
+        return True  # do not retry a report we cannot refine every pass
+    if change:
+        summary.refined.append(change)
+        if change.get("after_notification"):
+            summary.after_notification.append(key)
+    else:
+        summary.confirmed.append(key)
+    try:
+        summary.released.extend(notify_refined(settings, new, now=now))
+    except Exception as e:  # noqa: BLE001 - rule 6: the report is on disk; delivery is best effort
+        summary.errors.append(f"{key}: outbox: {e}")
+    return True
+
+
+def notify_refined(settings: Any, report: Mapping[str, Any], *, now: Optional[float] = None) -> List[str]:
+    """Queue what the refined report now warrants, and refresh what waits.
+
+    ``enqueue_report`` is idempotent per job and channel, so a job whose mail
+    was sent is never mailed twice; a job that looked fine at epilog time (a
+    time limit reads exit 0) and failed by accounting gets its first one now.
+    Returns the keys due for delivery.
+    """
+    from gcm_checks import notify
+    from gcm_checks.report.model import JobInfo
+
+    job = JobInfo.from_dict(report.get("job") or {})
+    queued = notify.enqueue_report(report, job, settings, now=now)
+    keys = [k for k, v in queued.items() if v == "queued"]
+    for k in release_notifications(settings, report, now=now):
+        if k not in keys:
+            keys.append(k)
+    return keys
+
+
+__all__ = [
+    "PassSummary", "refine_pass", "refine_report", "hold_notifications", "release_notifications",
+    "read_state", "window", "due",
+]
