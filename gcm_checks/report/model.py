@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 SCHEMA = "gcm-checks/job-report"
 SCHEMA_VERSION = 1
@@ -268,12 +268,6 @@ def report_failed(report: Mapping[str, Any]) -> bool:
     was drained during it, or the classifier blamed something."""
     outcome = report.get("outcome") or {}
     return bool(outcome.get("failed"))
-
-
-def iter_drains(nodes: Iterable[Mapping[str, Any]]) -> Iterable[Tuple[str, Any]]:
-    for n in nodes:
-        for d in (n.get("evidence") or {}).get("drains") or ():
-            yield n.get("node", ""), d
 
 
 __all__ = [
