@@ -57,6 +57,7 @@ class Hit:
     evidence: Evidence
     says: str
     first_pos: int = 0  # first occurrence of the same line (text hits)
+    base_rule: str = ""  # the table rule that produced it (rule_id may be refined)
 
 
 # --------------------------------------------------------------------------- scanning
@@ -155,9 +156,15 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
                 continue
             if c.exclude is not None and c.exclude.search(m.group(0)):
                 continue
-            hits.append(Hit(rule.id, rule.category, rule.rank, rule.confidence, source_idx, line_idx[li],
-                            Evidence(log.source, first_line + line_idx[li], sanitize(line)), rule.says,
-                            first_pos=first_idx[li]))
+            rid, cat, rank, conf, says = rule.id, rule.category, rule.rank, rule.confidence, rule.says
+            if rule.judge:
+                judged = _JUDGES[rule.judge](line)
+                if judged is None:
+                    continue
+                rid, cat, rank, conf, says = judged
+            hits.append(Hit(rid, cat, rank, conf, source_idx, line_idx[li],
+                            Evidence(log.source, first_line + line_idx[li], sanitize(line)), says,
+                            first_pos=first_idx[li], base_rule=rule.id))
             n += 1
             if n >= MAX_HITS_PER_RULE:
                 break
@@ -165,14 +172,47 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
     return hits
 
 
+def _judge_xid(line: str) -> Optional[Tuple[str, str, int, float, str]]:
+    """A kernel XID line judged by NVIDIA's catalog (rule 4), as a hit."""
+    m = re.search(r"NVRM: Xid \([^)]*\):\s*(\d+)", line)
+    if m is None:
+        return None
+    code = int(m.group(1))
+    try:
+        from gcm_checks.xid.catalog import assess
+        from gcm_checks.xid.parse import parse_xid
+
+        parsed = parse_xid(line)
+        a = assess(parsed.xid if parsed else code, dict(parsed.decoded) if parsed else None)
+        sev, resp, name = a.severity, a.responsibility, a.name
+    except ImportError:  # pragma: no cover - the xid package ships with us
+        from gcm_checks.classify.rules import APP_XIDS, FALLBACK_HW_XIDS
+
+        resp = "application" if code in APP_XIDS else "hardware"
+        sev = "fail" if code in FALLBACK_HW_XIDS else "info"
+        name = ""
+    what = f"XID {code}" + (f" ({name})" if name else "")
+    if resp == "application":
+        return ("kernel.xid.application", "cuda_runtime", 65, 0.6,
+                f"the driver logged {what}, a fault in the job's own GPU code")
+    if sev == "fail":
+        return ("kernel.xid.hardware", "gpu_hardware", 94, 0.9, f"the driver logged {what}")
+    if sev == "warn":
+        return ("kernel.xid.warn", "gpu_hardware", 60, 0.5, f"the driver logged {what}")
+    return None
+
+
+_JUDGES = {"xid": _judge_xid}
+
+
 def _apply_text_order(hits: List[Hit]) -> None:
     """Demote matches that are consequences, judged by their order in one text."""
     first_seen: Dict[str, int] = {}
     for h in hits:
-        first_seen[h.rule_id] = min(first_seen.get(h.rule_id, h.first_pos), h.first_pos)
+        first_seen[h.base_rule] = min(first_seen.get(h.base_rule, h.first_pos), h.first_pos)
     terminal_at: Optional[int] = None
     for h in hits:
-        rule = RULES_BY_ID[h.rule_id]
+        rule = RULES_BY_ID[h.base_rule]
         if rule.unless_after and first_seen.get(rule.unless_after, h.pos + 1) < h.pos:
             # srun killed the step because a task failed: not a user's cancel.
             h.rank, h.confidence = 1, 0.2
@@ -182,7 +222,7 @@ def _apply_text_order(hits: List[Hit]) -> None:
     if terminal_at is None:
         return
     for h in hits:
-        rule = RULES_BY_ID[h.rule_id]
+        rule = RULES_BY_ID[h.base_rule]
         if h.first_pos > terminal_at and h.rank < R_KEEP_AFTER_TERMINAL and not rule.terminal:
             # After "CANCELLED ... DUE TO TIME LIMIT" the SIGTERM traceback, the
             # NCCL abort and "Killed" are fallout, not the cause.
