@@ -134,3 +134,13 @@ def test_last_scan_roundtrip(tmp_path):
     xscan.write_last_scan(str(tmp_path / "sub"), 1234.5)
     assert xscan.read_last_scan(str(tmp_path / "sub")) == 1234.5
     assert not [p for p in (tmp_path / "sub").iterdir() if p.name.startswith(".xid.")]  # no temp files left
+
+
+def test_recorded_since_answers_for_resume_decisions(tmp_path):
+    esc = xscan.Escalation(str(tmp_path))
+    esc.record(events_from([kernel_xid_line(79, "0000:5d:00", when=T0),
+                            kernel_xid_line(13, "0000:18:00", "app", when=T0 + 5),  # not remembered
+                            kernel_xid_line(48, "0000:18:00", "DBE", when=T0 + 10)]), now=T0 + 20)
+    assert xscan.recorded_since(str(tmp_path), T0 + 1) == [("00000000:18:00.0", 48, T0 + 10)]
+    assert [r[1] for r in xscan.recorded_since(str(tmp_path), 0)] == [79, 48]
+    assert xscan.recorded_since(str(tmp_path / "none"), 0) == []

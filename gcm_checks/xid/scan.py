@@ -238,3 +238,23 @@ def worst(events: Iterable[XidEvent]) -> Tuple[str, Optional[XidEvent]]:
         if best is None or order[ev.severity] > order[best.severity]:
             best = ev
     return (best.severity if best else "info"), best
+
+
+def recorded_since(state_dir: str, since: float) -> List[Tuple[str, int, float]]:
+    """Drain-worthy XIDs remembered in the history at or after ``since``:
+    ``[(gpu key, xid, last time)]``, oldest first.
+
+    For resume decisions: an XID is an event, not a state, so a health scan
+    whose window has moved past it passes even if nobody reset the GPU.
+    Pass the boot time to ask "has a drain-worthy XID happened since the last
+    reboot?" before resuming an XID drain.
+    """
+    raw = _read_json(os.path.join(state_dir, STATE_HISTORY)).get("gpus", {})
+    out = []
+    for gpu, codes in raw.items():
+        if not isinstance(codes, dict):
+            continue
+        for xid, t in codes.items():
+            if isinstance(t, (int, float)) and t >= since and str(xid).isdigit():
+                out.append((gpu, int(xid), float(t)))
+    return sorted(out, key=lambda r: r[2])
