@@ -107,6 +107,7 @@ SCHEMA: Dict[str, Any] = {
         "evidence_max_items": Key("int", 200, "Per node and kind (xids, results, ...) items kept in a report.", minimum=1),
         "gather_timeout_s": Key("float", 300.0, "Assemble a multi-node report without the missing nodes after this long.", minimum=0),
         "read_timeout_s": Key("float", 5.0, "Deadline for reading a user's log or writing the user's copy.", minimum=0.1),
+        "retention_s": Key("float", 2592000.0, "Keep assembled spool dirs and sent-outbox records this long (reports in report_dir are kept).", minimum=0),
     },
     "notify": {
         "channels": Key("list", [], "Sinks: [{name, type: smtp|webhook|slack, ...}] (docs/reports.md)."),

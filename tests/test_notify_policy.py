@@ -174,3 +174,14 @@ def test_outbox_sent_record_wins_over_leftover_pending(tmp_path):
         json.dump({"key": "k"}, f)
     s = box.flush(lambda i, l: pytest.fail("sent twice"), budget_s=5)
     assert s.sent == [] and box.counts()["pending"] == 0
+
+
+def test_prune_sent_forgets_only_old_records(tmp_path):
+    box = Outbox(str(tmp_path))
+    for k in ("old", "new"):
+        box.enqueue(k, "mail", {})
+    box.flush(lambda i, l: None, budget_s=5)
+    old = os.path.join(str(tmp_path), "sent", file_name("old"))
+    os.utime(old, (1000, 1000))
+    assert box.prune_sent(86400) == 1
+    assert [i["key"] for i in box.items("sent")] == ["new"]

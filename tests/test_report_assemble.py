@@ -295,3 +295,16 @@ def test_unknown_job_uid_means_logs_are_not_read_as_root(base):
     logs = build.collect_logs(job, report.ReportSettings.coerce(s))
     assert logs[0]["text"] == "" and "job uid unknown" in logs[0]["note"]
 
+
+
+def test_prune_removes_only_assembled_old_job_dirs(base):
+    s = settings_for(base)
+    sp = os.path.join(base, "spool")
+    done_job, open_job = make_job(base, job_id="1"), make_job(base, job_id="2", nodes=("a", "b"))
+    report.contribute(done_job, "node1", {}, s)
+    report.assemble(done_job, s, node="node1")
+    report.contribute(open_job, "a", {}, s)
+    assert spool.prune(sp, 3600) == 0  # too recent
+    os.utime(os.path.join(sp, "1", "assembled"), (1000, 1000))
+    assert spool.prune(sp, 3600) == 1
+    assert sorted(os.listdir(sp)) == ["2"]  # never a job still gathering evidence

@@ -123,6 +123,7 @@ def flush(
 
         try:
             assembled = report.sweep(settings, node=node)
+            _prune(settings)
         except Exception as e:  # noqa: BLE001 - a sweep problem must not block delivery
             print(f"gcm-checks notify: sweep failed: {e}", file=sys.stderr)
     summary = outbox_for(settings).flush(
@@ -136,6 +137,17 @@ def flush(
     )
     summary.assembled = assembled
     return summary
+
+
+def _prune(settings: Any) -> None:
+    from gcm_checks.report import spool
+    from gcm_checks.report.model import ReportSettings
+
+    rs = ReportSettings.coerce(settings)
+    # Spool first: once a job's dir is gone nothing can enqueue its keys, so
+    # forgetting their sent records afterwards cannot cause a second send.
+    spool.prune(rs.spool_dir, rs.retention_s)
+    outbox_for(settings).prune_sent(rs.retention_s)
 
 
 def spawn_flush(settings: Any, *, budget_s: float, node: str = "", only_keys: Optional[List[str]] = None) -> Optional[int]:

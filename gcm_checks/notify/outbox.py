@@ -198,6 +198,26 @@ class Outbox:
         atomic_write(dest, json.dumps(item).encode(), mode=0o600)
         os.unlink(path)
 
+    def prune_sent(self, older_than_s: float, now: Optional[float] = None) -> int:
+        """Forget sent records older than ``older_than_s``. By then no epilog
+        or sweep can enqueue the same key again (its spool dir is gone too)."""
+        now = time.time() if now is None else now
+        d = os.path.join(self.root, "sent")
+        n = 0
+        try:
+            names = os.listdir(d)
+        except FileNotFoundError:
+            return 0
+        for name in names:
+            p = os.path.join(d, name)
+            try:
+                if now - os.stat(p).st_mtime >= older_than_s:
+                    os.unlink(p)
+                    n += 1
+            except OSError:
+                continue
+        return n
+
     def retry_dead(self, key: Optional[str] = None) -> int:
         """Move dead items (or one) back to pending, due now."""
         n = 0

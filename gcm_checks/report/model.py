@@ -185,6 +185,7 @@ class ReportSettings:
     evidence_max_items: int = 200  # per node and kind (xids, results, ...)
     gather_timeout_s: float = 300.0  # wait this long for every node's evidence
     read_timeout_s: float = 5.0
+    retention_s: float = 30 * 86400.0  # spool dirs and outbox/sent records
 
     @classmethod
     def from_mapping(cls, m: Optional[Mapping[str, Any]]) -> "ReportSettings":
