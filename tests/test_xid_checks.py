@@ -178,3 +178,9 @@ def test_checks_are_registered_for_epilog_and_health():
     for cid in (xc.HARDWARE, xc.SOFTWARE):
         assert CHECKS[cid].needs == "xid" and {"epilog", "health"} <= CHECKS[cid].tags
         assert "prolog" not in CHECKS[cid].tags
+
+
+def test_file_source_without_a_path_is_unknown(tmp_path):
+    settings = config.resolve({"xid": {"source": "file"}}, "node1")
+    facts, hw, _ = run_checks(FakeCtx(settings, tmp_path / "s"))
+    assert "path" in facts.error and hw[0].status is Status.UNKNOWN

@@ -79,14 +79,15 @@ def gather_xid(ctx: Any) -> XidFacts:
                 since = now - lookback
             window = (since, now)
         timeout = max(0.5, min(float(settings.get("xid.journal_timeout_s", 5.0)), ctx.remaining() - 0.5))
-        lines = kernel_log.read_window(
-            str(settings.get("xid.source", "auto")),
-            path=settings.get("xid.kernel_log_path", None),
-            since=window[0],
-            until=window[1],
-            timeout=timeout,
-            coverage=cov,
-        )
+        source = str(settings.get("xid.source", "auto"))
+        path = settings.get("xid.kernel_log_path", None)
+
+        def lines_from_host():
+            # A generator, so "file source without a path" surfaces below as unknown.
+            yield from kernel_log.read_window(source, path=path, since=window[0], until=window[1],
+                                              timeout=timeout, coverage=cov)
+
+        lines = lines_from_host()
     bus_map = _bus_map(ctx)
     try:
         events = list(xscan.scan(lines, bus_map))
