@@ -144,23 +144,16 @@ def drain_reason(fail: CheckResult) -> str:
     return slurm.make_drain_reason(f"qualify: {fail.check}", fail.subject, str(short or fail.message))
 
 
-def current_gcm_features(backend: Any, node: str, state_dir: Optional[str]) -> Tuple[List[str], Optional[str]]:
-    """gcm's features on the node now: the local record, else the node itself."""
-    from gcm_checks import slurm
-
-    rec = slurm.feature_record(state_dir, node)
-    if rec is not None:
-        return list(rec.get("features") or []), None
-    try:
-        info = backend.node_info(node)
-    except slurm.SlurmError as e:
-        return [], str(e)
-    return [f for f in info.active_features if f in slurm.GCM_FEATURES], None
-
-
 def publish(outcome: QualifyOutcome, settings: Any, *, state_dir: str, dry_run: bool = False,
             out: Any = None, log: Any = None) -> Tuple[str, Optional[str]]:
-    """Feature on pass, drain on fail, nothing on unknown. Returns (action, reason)."""
+    """Feature on pass, drain on fail, nothing on unknown. Returns (action, reason).
+
+    Only ``gcm_qualified`` is managed here (``manage=``): health's gcm_ok /
+    gcm_degraded and every admin feature stay as they are. The feature call
+    passes no state_dir: the local feature record belongs to health mode,
+    which re-applies its own features after a reconfigure; qualification
+    always reads the node instead (it runs rarely).
+    """
     from gcm_checks import slurm
 
     node = outcome.node
@@ -172,22 +165,23 @@ def publish(outcome: QualifyOutcome, settings: Any, *, state_dir: str, dry_run: 
     if slurm.report_only(settings):
         return ("report-only: would drain" if fail else f"report-only: would set {QUALIFIED_FEATURE}"), reason
     backend = slurm.backend_from_settings(settings, dry_run=dry_run, out=out, log=log)
-    have, problem = current_gcm_features(backend, node, state_dir)
-    if problem:
-        return f"error: cannot read node {node}: {problem}", reason
+    manage = (QUALIFIED_FEATURE,)
     if fail is not None:
         d = slurm.apply_drain(backend, node, reason or "", state_dir=state_dir, log=log, check=fail.check)
-        if QUALIFIED_FEATURE in have:
+        try:
+            info = backend.node_info(node)
+            had = QUALIFIED_FEATURE in info.active_features or QUALIFIED_FEATURE in info.available_features
+        except slurm.SlurmError:
+            had = False  # logged by apply_drain's own read already
+        if had:
             # A node that fails requalification must not stay selectable by
             # --constraint=gcm_qualified.
             failing = sorted({r.check for r in outcome.results if r.status is Status.FAIL})
-            want = [f for f in have if f != QUALIFIED_FEATURE]
-            slurm.apply_features(backend, node, want, slurm.summary_extra("qualify-failed", failing, outcome.finished),
-                                 state_dir=state_dir, log=log, verify=True)
+            slurm.apply_features(backend, node, [], slurm.summary_extra("qualify-failed", failing, outcome.finished),
+                                 log=log, verify=True, manage=manage)
         return d.action, d.reason
-    want = sorted(set(have) | {QUALIFIED_FEATURE})
-    f = slurm.apply_features(backend, node, want, slurm.summary_extra("qualified", (), outcome.finished),
-                             state_dir=state_dir, log=log, verify=True)
+    f = slurm.apply_features(backend, node, [QUALIFIED_FEATURE], slurm.summary_extra("qualified", (), outcome.finished),
+                             log=log, verify=True, manage=manage)
     action = {"applied": f"set {QUALIFIED_FEATURE}", "reapplied": f"set {QUALIFIED_FEATURE}",
               "unchanged": f"{QUALIFIED_FEATURE} already set"}.get(f.action, f"error: {f.detail}")
     if isinstance(backend, slurm.DryRunBackend):
