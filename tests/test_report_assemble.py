@@ -308,3 +308,21 @@ def test_prune_removes_only_assembled_old_job_dirs(base):
     os.utime(os.path.join(sp, "1", "assembled"), (1000, 1000))
     assert spool.prune(sp, 3600) == 1
     assert sorted(os.listdir(sp)) == ["2"]  # never a job still gathering evidence
+
+
+@pytest.mark.parametrize(
+    "exit_status,category,drains,failed",
+    [
+        ("0:0", None, [], False),
+        ("0:0", "success", [], False),
+        ("0:0", "timeout_walltime", [], True),  # COMPLETING + exit 0 in the epilog
+        ("0:0", "cancelled_user", [], False),
+        ("0:0", "unknown", [{"reason": "gcm: xid 79"}], True),
+        ("2:0", "unknown", [], True),
+    ],
+)
+def test_outcome_failed(base, exit_status, category, drains, failed):
+    job = make_job(base, exit_status=exit_status, state="COMPLETING")
+    cls = {"category": category} if category else None
+    doc = build.build_report(job, {"node1": {"evidence": {"drains": drains}}}, classification=cls)
+    assert doc["outcome"]["failed"] is failed

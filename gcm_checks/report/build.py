@@ -13,6 +13,11 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from gcm_checks.report.model import SCHEMA, SCHEMA_VERSION, JobInfo, ReportSettings
 
 
+# Classifier categories that do not make a job "failed" for the report and
+# the on_failure policy (ids from gcm_checks.classify.taxonomy).
+NOT_FAILURES = frozenset({"success", "unknown", "cancelled_user"})
+
+
 def collect_logs(job: JobInfo, settings: ReportSettings) -> List[Dict[str, Any]]:
     """Bounded tails of the job's stdout/stderr, each cut said out loud.
 
@@ -95,6 +100,9 @@ def build_report(
                 break
     drains = [{"node": x["node"], **_as_dict(d)} for x in nodes for d in x["evidence"].get("drains") or ()]
     job_failed = job.failed()
+    # The epilog sees a timed-out or preempted job as COMPLETING with exit
+    # code 0 (facts note); only the classifier (Reason=TimeLimit) knows.
+    cls_failed = bool(classification) and str(classification.get("category")) not in NOT_FAILURES
     all_notes = list(notes)
     if missing:
         all_notes.append(f"no evidence from {len(missing)} node(s): {', '.join(missing)} (their epilog did not report in time)")
@@ -105,8 +113,9 @@ def build_report(
         "generated_by": generated_by,
         "job": job.to_dict(),
         "outcome": {
-            "failed": bool(job_failed or drains),
+            "failed": bool(job_failed or drains or cls_failed),
             "job_failed": job_failed,
+            "classified_failure": cls_failed,
             "state": job.state,
             "exit_status": job.exit_status,
             "nodes_drained": sorted({d["node"] for d in drains}),
