@@ -90,7 +90,7 @@ APP_XIDS = frozenset({13, 31, 43, 45})
 RULES: Tuple[Rule, ...] = (
     # ---- node failure: Slurm lost the node -------------------------------------------
     Rule("slurm.node_failure", "node_failure", R_NODE_FAIL, 0.95,
-         ("node fail",), r"DUE TO NODE FAIL(?:URE)?\b|srun: error: Node failure on\b",
+         ("node fail", "node_fail"), r"(?i:due to node fail)|srun: error: Node failure on\b|\bNODE_FAIL\b",
          "Slurm lost a node the job was running on", terminal=True),
     Rule("srun.nodes_not_ready", "node_failure", R_NODE_FAIL - 4, 0.85,
          ("are still not ready", "boot of the nodes"),
@@ -126,21 +126,25 @@ RULES: Tuple[Rule, ...] = (
          r"|Unable to determine the device handle for GPU",
          "a GPU stopped responding"),
     Rule("gpu.cuda_unknown_error", "gpu_hardware", R_GPU_HW_WEAK, 0.6,
-         ("unknown error", "cudaerrorunknown", "system not yet initialized", "systemnotready"),
-         r"CUDA error: unknown error|cudaErrorUnknown|system not yet initialized|cudaErrorSystemNotReady",
+         ("unknown error", "cudaerrorunknown", "system not yet initialized", "systemnotready", "communicate with the nvidia driver"),
+         r"CUDA error: unknown error|cudaErrorUnknown|system not yet initialized|cudaErrorSystemNotReady"
+         r"|couldn't communicate with the NVIDIA driver",
          "CUDA reported 'unknown error', which is what a GPU dropping out looks like from the job"),
     Rule("gpu.row_remap", "gpu_hardware", R_NUMERIC - 6, 0.5,
          ("row remap",), r"Row Remapper|[Rr]ow remapping (?:failure|pending)",
          "the GPU needs a reset to remap failing memory rows"),
     # ---- scheduler: time limit, preemption -------------------------------------------
     Rule("slurm.time_limit", "timeout_walltime", R_SCHED, 0.97,
-         ("time limit", "timelimit"), r"DUE TO TIME ?LIMIT|\bexceeded (?:its )?time ?limit\b",
+         ("time limit", "timelimit", "state=timeout"),
+         r"DUE TO TIME ?LIMIT|\bexceeded (?:its )?time ?limit\b|JobState=TIMEOUT|Reason=TimeLimit\b",
          "Slurm stopped the job at its time limit", terminal=True, warnings_ok=True),
     Rule("submitit.timed_out", "timeout_walltime", R_SCHED, 0.85,
          ("timed out", "timed-out"), r"this job is timed-out|\bJob has timed out\b",
          "the job ran out of wall time", terminal=True, warnings_ok=True),
     Rule("slurm.preemption", "preempted", R_SCHED, 0.97,
-         ("preempt",), r"DUE TO PREEMPTION|this job is preempted|\bjob (?:was |has been )?preempted\b",
+         ("preempt", "interruption"),
+         r"DUE TO PREEMPTION|this job is preempted|\bjob (?:was |has been )?preempted\b|\binstance was preempted\b"
+         r"|spot (?:instance )?interruption",
          "the scheduler preempted the job", terminal=True, warnings_ok=True, flags=re.IGNORECASE),
     Rule("tpu.lame_workers", "preempted", R_SCHED - 5, 0.6,
          ("lame workers",), r"lame workers found",
@@ -148,7 +152,7 @@ RULES: Tuple[Rule, ...] = (
     # ---- host memory ---------------------------------------------------------------
     Rule("slurm.oom_kill", "host_oom", R_HOST_OOM_SLURM, 0.95,
          ("oom", "memory limit", "out of memory", "out-of-memory"),
-         r"Detected \d+ oom[-_]kill event|oom[-_]kill event\(s\)|Exceeded (?:job|step) memory limit"
+         r"Detected \d+ oom[-_]kill event|oom[-_]kill event\(s\)|(?i:exceeded (?:job |step )?memory limit)"
          r"|task \d+: Out Of Memory|cgroup out-of-memory handler",
          "Slurm's cgroup killed the job for using more memory than requested"),
     Rule("kernel.oom_killer", "host_oom", R_HOST_OOM_SLURM, 0.9,
@@ -172,8 +176,10 @@ RULES: Tuple[Rule, ...] = (
          ("got completion",), r"NET/IB\s*:\s*Got completion (?:from peer \S+ )?with (?:error|status=)\s*\d+",
          "InfiniBand transfers failed between nodes", warnings_ok=True),
     Rule("ib.retry_exceeded", "network_fabric", R_NET, 0.85,
-         ("retry", "catastrophic", "ibv_poll_cq"),
-         r"IBV_WC_RETRY_EXC_ERR|transport retry count(?:er)? exceeded|local catastrophic error|ibv_poll_cq error",
+         ("retry", "catastrophic", "ibv_poll_cq", "completion with error", "link down", "cable unplugged",
+          "lost carrier"),
+         r"IBV_WC_(?:RNR_)?RETRY_EXC_ERR|transport retry count(?:er)? exceeded|local catastrophic error|ibv_poll_cq error"
+         r"|got completion with error|mlx5_core\b.*\b(?:link down|cable unplugged)|\bib\d+: (?:link down|lost carrier)",
          "InfiniBand transfers failed between nodes", warnings_ok=True, flags=re.IGNORECASE),
     Rule("efa.error", "network_fabric", R_NET - 4, 0.65,
          ("net/ofi",), r"NET/OFI.*\b(?:error|failed)\b",
@@ -181,16 +187,17 @@ RULES: Tuple[Rule, ...] = (
     # ---- GPU memory ------------------------------------------------------------------
     Rule("cuda.oom", "gpu_oom", R_OOM, 0.95,
          ("out of memory", "outofmemoryerror", "alloc_failed", "memoryallocation", "oom when allocating",
-          "resource_exhausted"),
+          "resource_exhausted", "resourceexhaustederror"),
          r"CUDA out of memory|torch(?:\.cuda)?\.OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation"
          r"|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|HIP out of memory|OOM when allocating tensor"
-         r"|RESOURCE_EXHAUSTED: Out of memory|Cuda failure 'out of memory'|out of memory on device",
+         r"|RESOURCE_EXHAUSTED: Out of memory|Cuda failure 'out of memory'|out of memory on device|ResourceExhaustedError",
          "the job ran out of GPU memory"),
     # ---- NCCL / torch.distributed ----------------------------------------------------
     Rule("nccl.watchdog_timeout", "nccl_comm", R_NCCL, 0.85,
-         ("collective operation timeout", "watchdog"),
+         ("collective operation timeout", "watchdog", "heartbeat monitor", "store based barrier"),
          r"Watchdog caught collective operation timeout|collective operation timeout"
-         r"|NCCL watchdog thread terminated with exception: (?!CUDA error)",
+         r"|NCCL watchdog thread terminated with exception: (?!CUDA error)|watchdog got stuck"
+         r"|Heartbeat monitor timed out|store based barrier",
          "a NCCL collective hung until the watchdog timed it out"),
     Rule("nccl.error", "nccl_comm", R_NCCL, 0.85,
          ("nccl", "distbackenderror", "distnetworkerror"),
@@ -198,9 +205,10 @@ RULES: Tuple[Rule, ...] = (
          r"|Some NCCL operations have failed or timed out|NCCL communicator was aborted",
          "NCCL (GPU-to-GPU communication) failed"),
     Rule("nccl.socket", "nccl_comm", R_NCCL - 1, 0.8,
-         ("nccl warn",),
+         ("nccl warn", "gloo"),
          r"NCCL WARN\b.*(?:Connection (?:reset|refused|closed)|Connect to .* failed|socket\w*: .*failed"
-         r"|Call to \w+ failed|Broken pipe|timed out|Net : Connection closed)",
+         r"|Call to \w+ failed|Broken pipe|timed out|[Tt]imeout|Net : Connection closed)"
+         r"|gloo/transport/\S+\] (?:Connection closed by peer|Connection reset|Timed out)",
          "NCCL lost a connection between ranks", warnings_ok=True),
     Rule("dist.store", "nccl_comm", R_NCCL - 5, 0.7,
          ("rendezvous", "diststoreerror", "tcpstore"),
@@ -233,7 +241,8 @@ RULES: Tuple[Rule, ...] = (
     Rule("train.loss_nan", "numeric_divergence", R_NUMERIC, 0.85,
          ("nan", "inf", "non-finite", "floatingpointerror", "scale anymore", "loss scale reached", "invalid loss"),
          r"(?:loss|Loss|LOSS|norm|Norm)['\"]?\s*[:=]\s*[+-]?(?:nan|NaN|NAN|inf|Inf|INF)\b"
-         r"|[Ll]oss (?:is|became|became infinite or) (?:nan|NaN|NAN|inf|Inf)\b|FloatingPointError"
+         r"|(?:[Ll]oss|norm) (?:is|became|became infinite or) (?:nan|NaN|NAN|inf|Inf)\b|FloatingPointError"
+         r"|(?:NaN|nan|Inf|inf) (?:detected|encountered) in (?:loss|grad)|(?i:found (?:nan|inf) in (?:loss|grad))"
          r"|NaN or Inf found in input tensor|non-finite (?:loss|gradient|value)|is non-finite"
          r"|returned nan values|Detected (?:NaN|nan|Inf|inf)\b|cannot decrease (?:loss )?scale anymore"
          r"|[Mm]inimum loss scale reached|Invalid loss, terminating training",
@@ -242,10 +251,11 @@ RULES: Tuple[Rule, ...] = (
     Rule("io.errno", "storage_io", R_STORAGE, 0.85,
          ("input/output error", "errno", "quota", "no space left", "stale", "read-only file system",
           "transport endpoint", "remote i/o", "pytorchstreamwriter", "unexpected pos", "disk i/o error",
-          "disk is full"),
+          "disk is full", "lustreerror", "not responding"),
          r"Input/output error|\[Errno (?:5|28|30|107|116|121|122)\]|Disk quota exceeded|No space left on device"
          r"|Stale (?:NFS )?file handle|Read-only file system|Transport endpoint is not connected|Remote I/O error"
-         r"|PytorchStreamWriter failed writing file|unexpected pos \d+ vs \d+|disk I/O error|database or disk is full",
+         r"|PytorchStreamWriter failed writing file|unexpected pos \d+ vs \d+|disk I/O error|database or disk is full"
+         r"|LustreError|nfs: server \S+ not responding",
          "a filesystem operation failed"),
     # ---- cancel ---------------------------------------------------------------------
     Rule("srun.terminating", "unknown", R_VAGUE, 0.3,
@@ -262,12 +272,18 @@ RULES: Tuple[Rule, ...] = (
          ("modulenotfounderror", "no module named", "importerror", "undefined symbol", "shared object file",
           "loading shared libraries", "glibc", "command not found", "execve", "distributionnotfound",
           "versionconflict", "dll load failed", "could not load library", "not compiled with cuda",
-          "different cuda", "can't open file", "couldn't connect to", "localentrynotfounderror"),
+          "different cuda", "can't open file", "couldn't connect to", "localentrynotfounderror", "cuda_home",
+          "mismatches the version", "satisfies the requirement", "no matching distribution", "lmod",
+          "are unknown", "container creation failed", "could not open image", "pyxis"),
          r"ModuleNotFoundError|No module named|ImportError|undefined symbol|cannot open shared object file"
          r"|error while loading shared libraries|GLIBC(?:XX)?_[\d.]+'? not found|: command not found"
          r"|execve\(\): .*(?:No such file or directory|Permission denied)|DistributionNotFound|VersionConflict|DLL load failed"
          r"|Could not load library|Torch not compiled with CUDA enabled|compiled with different CUDA (?:major )?versions"
-         r"|can't open file .*\[Errno 2\]|We couldn't connect to '|LocalEntryNotFoundError",
+         r"|can't open file .*\[Errno 2\]|We couldn't connect to '|LocalEntryNotFoundError"
+         r"|CUDA_HOME environment variable is not set|mismatches the version that was used to compile"
+         r"|Could not find a version that satisfies the requirement|No matching distribution found"
+         r"|Lmod has detected the following error|module\(s\) are unknown|container creation failed"
+         r"|could not open image|pyxis: .*(?:failed|error)",
          "the software environment is broken (a module or library is missing or incompatible)"),
     # ---- input data ------------------------------------------------------------------
     Rule("data.bad_input", "data_input", R_DATA, 0.8,
@@ -275,12 +291,15 @@ RULES: Tuple[Rule, ...] = (
           "arrowtypeerror", "jsondecodeerror", "json parse error", "datasetgenerationerror",
           "datasetnotfounderror", "emptydataerror", "error tokenizing data", "unicodedecodeerror",
           "couldn't find a dataset", "unpicklingerror", "ran out of input", "badzipfile",
-          "failed finding central directory", "failed reading zip archive", "invalid load key", "!_src.empty()"),
+          "failed finding central directory", "failed reading zip archive", "invalid load key", "!_src.empty()",
+          "unable to load weights", "deserializing header", "headertoolarge", "can't load",
+          "does not appear to have a file"),
          r"UnidentifiedImageError|DecompressionBombError|[Ii]mage file is truncated|ArrowInvalid|ArrowTypeError"
          r"|JSONDecodeError|JSON parse error|DatasetGenerationError|DatasetNotFoundError|EmptyDataError"
          r"|Error tokenizing data|UnicodeDecodeError|Couldn't find a dataset|UnpicklingError"
          r"|EOFError: Ran out of input|BadZipFile|failed finding central directory|failed reading zip archive"
-         r"|invalid load key|!_src\.empty\(\)",
+         r"|invalid load key|!_src\.empty\(\)|Unable to load weights from|Error while deserializing header"
+         r"|HeaderTooLarge|Can't load (?:tokenizer|config|the configuration|weights)|does not appear to have a file named",
          "an input file is malformed or unreadable"),
     Rule("data.missing", "data_input", R_DATA - 2, 0.7,
          ("filenotfounderror", "errno 2", "not found", "does not exist", "doesn't exist"),
@@ -302,7 +321,7 @@ RULES: Tuple[Rule, ...] = (
          r"Segmentation fault|SIGSEGV|Fatal Python error|Bus error|SIGBUS|\(core dumped\)|SIGABRT|SIGILL"
          r"|Illegal instruction|Floating point exception|double free or corruption|free\(\): invalid"
          r"|malloc\(\): |stack smashing detected|exitcode\s*:\s*-(?:11|7|6|4|8)\b|signal 11\b"
-         r"|terminate called after throwing an instance of",
+         r"|terminate called (?:after throwing an instance of|without an active exception|recursively)",
          "a process crashed with a fatal signal"),
     Rule("job.sigterm", "cancelled_user", R_CANCEL - 2, 0.5,
          ("got signal: 15", "death signal", "received sigterm"),
@@ -314,8 +333,9 @@ RULES: Tuple[Rule, ...] = (
          "the job was interrupted (SIGINT / Ctrl-C)"),
     # ---- generic exceptions ----------------------------------------------------------
     Rule("py.exception", "software_exception", R_EXCEPTION, 0.7,
-         ("error", "exception"),
-         r"(?<!raise )(?<![\w.])(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?=:\s|:?$)",
+         ("error", "exception", "execution halted"),
+         r"(?<!raise )(?<!except )(?<![\w.])(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?=:\s|:?$)"
+         r"|^Execution halted$",
          "the job raised an unhandled exception",
          exclude=r"ChildFailedError|ProcessRaisedException|ProcessExitedException|CalledProcessError"
                  r"|SystemExit|BrokenPipeError|Warning|^Error$|^Exception$|^\w*Error\w*Error$"),
@@ -324,20 +344,21 @@ RULES: Tuple[Rule, ...] = (
          "an assertion in compiled code failed"),
     # ---- vague failure markers: "it failed" without a cause -------------------------
     Rule("vague.failed", "unknown", R_VAGUE, 0.3,
-         ("childfailederror", "exitcode", "exited with", "task", "sigkill", "killed", "exited on signal"),
+         ("childfailederror", "exitcode", "exited with", "task", "sigkill", "killed", "exited on signal",
+          "per user-direction"),
          r"ChildFailedError|failed \(exitcode: -?\d+\)|exited with (?:exit )?code [1-9]"
          r"|srun: error: \S+: tasks? [\d,-]+: (?:Exited with exit code|Killed|Terminated)"
          r"|terminated with signal SIGKILL|^Killed$|Signal 9 \(SIGKILL\) received|exited on signal 9\b"
-         r"|\bKilled\s{2,}\S",
+         r"|\bKilled\s{2,}\S|Per user-direction, the job has been aborted",
          "a process failed but the log does not say why"),
     # ---- success markers -------------------------------------------------------------
     Rule("train.finished", "success", R_SUCCESS, 0.7,
          ("train metrics", "train_runtime", "stopped:", "training completed", "training complete",
           "finished training", "training finished", "(success)", "model weights saved", "training done",
-          "training is"),
+          "training is", "run summary:"),
          r"\*+ train metrics \*+|'train_runtime'|\btrain_runtime\s*=|`Trainer\.fit` stopped: "
          r"|(?i:\btraining (?:is )?(?:completed|complete|finished|done)\b)|(?i:\bfinished training\b)"
-         r"|wandb: Waiting for W&B process to finish\.\.\. \(success\)|Model weights saved in",
+         r"|wandb: Waiting for W&B process to finish\.\.\. \(success\)|Model weights saved in|wandb: Run summary:",
          "the training finished normally"),
 )
 
