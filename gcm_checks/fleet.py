@@ -207,8 +207,14 @@ def load_latest(directory: str, level: Optional[str] = None) -> Tuple[List[Tuple
             try:
                 with open(path, "rb") as f:
                     doc = validate(json.loads(f.read()), path)
-            except (OSError, ValueError, ResultFileError) as e:
-                bad.append(f"{path}: {e}")
+            except ResultFileError as e:
+                bad.append(str(e))  # names the path already
+                continue
+            except OSError as e:
+                bad.append(f"{path}: {e.strerror or e}")
+                continue
+            except ValueError as e:
+                bad.append(f"{path}: not JSON ({e})")
                 continue
             if level and doc.get("level") != level:
                 continue
