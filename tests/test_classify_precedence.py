@@ -186,3 +186,16 @@ def test_to_dict_round_trips_to_json() -> None:
     d = classify(_one(OOM_IN_TRACEBACK)).to_dict()
     assert json.loads(json.dumps(d)) == d
     assert set(d) == {"category", "responsibility", "confidence", "rule", "evidence", "sentence"}
+
+
+def test_stack_frames_and_quoted_code_never_match() -> None:
+    text = ('Traceback (most recent call last):\n'
+            '  File "/home/u/oom_handler/cuda_out_of_memory.py", line 12, in <module>\n'
+            '    raise RuntimeError("CUDA out of memory")\n'
+            '[rank1]:   File "/srv/nccl_error/segmentation_fault.py", line 3, in step\n'
+            '[rank1]:     except torch.cuda.OutOfMemoryError:\n'
+            'frame #4: c10d::ProcessGroupNCCL::WorkNCCL::isCompleted() + 0x58 (0x7f in /x/libtorch_cuda.so)\n'
+            "KeyError: 'batch'\n")
+    r = classify(_one(text))
+    assert (r.category, r.rule) == ("software_exception", "py.exception")
+    assert r.evidence[0].line_no == 7

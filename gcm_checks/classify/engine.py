@@ -85,8 +85,37 @@ def _is_kernel(source: str) -> bool:
 _DIGITS_BLANKS = b"0123456789 \t"
 
 
+_PREFIX = re.compile(r"^(?:\[[^\]\n]{0,40}\]:?)+")  # "[rank5]:", "[default3]:", "[1,12]<stdout>:" style
+
+
+def _is_frame(line: str) -> Optional[str]:
+    """The line with any rank prefix removed, if it is a stack frame, else None.
+
+    Frames are paths and code, and rules never key on paths: skipping them
+    keeps quoted source (``raise ValueError(...)``, ``except KeyError:``)
+    from matching and makes tracebacks cheap.
+    """
+    body = line.lstrip()
+    if body.startswith("["):
+        m = _PREFIX.match(body)
+        if m:
+            body = body[m.end():].lstrip()
+    if body.startswith('File "') or body.startswith("frame #"):
+        return body
+    return None
+
+
+def _is_code_after_frame(line: str) -> bool:
+    body = line
+    if body.startswith("["):
+        m = _PREFIX.match(body)
+        if m:
+            body = body[m.end():]
+    return body.startswith("  ")
+
+
 def _compact(text: str) -> Tuple[List[str], List[int], List[int]]:
-    """Unique lines (by a digit/blank-blind key) in order of their last occurrence.
+    """Unique non-frame lines (by a digit/blank-blind key), in order of last occurrence.
 
     Returns (lines, original index of each line's last occurrence, of its first).
     Every rule is line-local, so the unique lines match whatever the whole
@@ -98,7 +127,17 @@ def _compact(text: str) -> Tuple[List[str], List[int], List[int]]:
     keys = text.encode("utf-8", "surrogatepass").translate(None, _DIGITS_BLANKS).split(b"\n")
     last: Dict[bytes, int] = {}
     first: Dict[bytes, int] = {}
+    after_frame = False
     for i, key in enumerate(keys):
+        if key.startswith(b"File\"") or key.startswith(b"frame#") or (
+                key.startswith(b"[") and (b"]:File\"" in key[:48] or b"]:frame#" in key[:48])):
+            if _is_frame(lines[i]) is not None:
+                after_frame = True
+                continue
+        if after_frame:
+            after_frame = False
+            if _is_code_after_frame(lines[i]):
+                continue
         if key not in first:
             first[key] = i
         last[key] = i

@@ -73,6 +73,30 @@ def measure(n: int = 4000) -> dict:
     return {"logs": n, "bytes_each": len(logs[0]), "cpu_s": round(cpu, 3), "logs_per_s": round(n / cpu)}
 
 
+def measure_worst(n: int = 1000) -> dict:
+    """Every line distinct, not a frame, and full of rule keywords ("error", "nan")."""
+    rng = random.Random(2)
+
+    def word() -> str:
+        return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(8))
+
+    logs = []
+    for _ in range(n):
+        lines, total = [], 0
+        while total < 10_000:
+            line = f"{word()} {word()} error {word()} nan {word()} {word()} {word()} {word()}: {word()}"
+            lines.append(line)
+            total += len(line) + 1
+        logs.append("\n".join(lines)[:10_000] + "\nKeyError: x\n")
+    inputs = [ClassifyInput(logs=[LogText("stdout", t)]) for t in logs]
+    classify(inputs[0])
+    t0 = time.process_time()
+    for inp in inputs:
+        classify(inp)
+    cpu = time.process_time() - t0
+    return {"worst_case_logs": n, "cpu_s": round(cpu, 3), "logs_per_s": round(n / cpu)}
+
+
 @pytest.mark.bench
 @pytest.mark.skipif(os.environ.get("GCM_BENCH") != "1", reason="benchmarks run with GCM_BENCH=1")
 def test_classify_throughput() -> None:
@@ -83,3 +107,4 @@ def test_classify_throughput() -> None:
 
 if __name__ == "__main__":
     print(json.dumps(measure()))
+    print(json.dumps(measure_worst()))
