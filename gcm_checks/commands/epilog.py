@@ -124,7 +124,9 @@ def evidence_of(ctx: Any, results: List[Any]) -> Dict[str, Any]:
 def dcgm_failures(evidence: Mapping[str, Any]) -> List[Dict[str, Any]]:
     out = []
     for e in ((evidence.get("dcgm_diag") or {}).get("entries") or []):
-        if e.get("status") == "fail":
+        # Only what DCGM itself calls a hardware finding: a persistence-mode
+        # or "could not test" failure is not evidence against the GPU.
+        if e.get("status") == "fail" and e.get("finding", "hardware") == "hardware":
             err = (e.get("errors") or [{}])[0]
             out.append({"gpu_index": e.get("entity_id"), "test": e.get("test"), "error_id": err.get("error_id"),
                         "message": err.get("text", "")})
@@ -176,7 +178,8 @@ def _run(args, settings, node, job_id, log, t0) -> int:
     failed_job = _job_failed(exit_info, show)
     if failed_job:
         ctx.dcgm_level = int(settings.get("epilog.dcgm_level_after_failure"))
-    ctx.job = {"job_id": job_id, **exit_info}
+    # DCGM diagnoses only this job's GPUs: others may be running jobs.
+    ctx.job = {"job_id": job_id, "gpus": env.get("SLURM_JOB_GPUS"), **exit_info}
     log.info("job", window_from=window_from, failed=failed_job, state=show.get("JobState"), reason=show.get("Reason"), **exit_info)
 
     results, v, fail = run_checks(args, "epilog", ctx, log)
