@@ -69,10 +69,9 @@ def _export(samples: List[Sample], events: List[LogEvent], endpoint: str, node: 
     for name, group in by_name.items():
         obs = [Observation(s.value, {k: v for k, v in s.labels if v != ""}) for s in group]
         meter.create_observable_gauge(name, callbacks=[lambda _opts, obs=obs: obs], description=HELP.get(name, ""))
-    try:
-        provider.force_flush(timeout_millis=int(timeout * 1000))
-    finally:
-        provider.shutdown(timeout_millis=int(timeout * 1000))
+    # shutdown() collects and exports once more; force_flush() first would
+    # send every point twice.
+    provider.shutdown(timeout_millis=int(timeout * 1000))
     if not outcomes or any(r is not MetricExportResult.SUCCESS for r in outcomes):
         raise RuntimeError(f"OTLP metrics export to {_url(endpoint, 'metrics')} failed")
     if not events:

@@ -1,0 +1,146 @@
+"""OTLP sink against a real OTLP/HTTP receiver on 127.0.0.1 that decodes the
+protobuf requests with opentelemetry-proto, as a collector would."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk")
+pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+logs_pb2 = pytest.importorskip("opentelemetry.proto.collector.logs.v1.logs_service_pb2")
+metrics_pb2 = pytest.importorskip("opentelemetry.proto.collector.metrics.v1.metrics_service_pb2")
+
+from gcm_checks import telemetry  # noqa: E402
+from gcm_checks.config import resolve  # noqa: E402
+from gcm_checks.result import failed, passed, unknown  # noqa: E402
+
+
+class Receiver:
+    """Minimal OTLP/HTTP collector: POST /v1/metrics and /v1/logs, protobuf."""
+
+    def __init__(self, hang: bool = False):
+        self.metrics = []
+        self.logs = []
+        self.hang = hang
+        self.release = threading.Event()
+        rec = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if rec.hang:
+                    rec.release.wait(10)
+                    return
+                if self.path == "/v1/metrics":
+                    req = metrics_pb2.ExportMetricsServiceRequest()
+                    req.ParseFromString(body)
+                    rec.metrics.append(({k.lower(): v for k, v in self.headers.items()}, req))
+                    resp = metrics_pb2.ExportMetricsServiceResponse()
+                elif self.path == "/v1/logs":
+                    req = logs_pb2.ExportLogsServiceRequest()
+                    req.ParseFromString(body)
+                    rec.logs.append(({k.lower(): v for k, v in self.headers.items()}, req))
+                    resp = logs_pb2.ExportLogsServiceResponse()
+                else:
+                    self.send_response(404)
+                    self.end_headers()
+                    return
+                data = resp.SerializeToString()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *a):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _attrs(kvs):
+    return {kv.key: (kv.value.string_value or kv.value.int_value or kv.value.double_value) for kv in kvs}
+
+
+RESULTS = [
+    passed("gpu.nvml", "NVML ok"),
+    failed("gpu.ecc.uncorrectable", "12 uncorrectable ECC errors", "GPU 3 (00000000:5D:00.0)"),
+    unknown("dcgm.diag", "dcgmi not found"),
+]
+
+
+def test_metrics_and_logs_reach_a_real_receiver():
+    with Receiver() as rx:
+        settings = resolve({"telemetry": {"otlp_endpoint": rx.url, "otlp_headers": {"x-token": "abc"}}}, "gpu001")
+        out = telemetry.export(RESULTS, settings, mode="epilog", node="gpu001", job_id="4242",
+                               xids=[{"xid": 79, "gpu_index": 3, "severity": "fail"}], drained=True, when=1_790_000_000.0)
+        assert out == {"otlp": "ok"}
+    assert len(rx.metrics) == 1
+    headers, req = rx.metrics[0]
+    assert headers.get("content-type") == "application/x-protobuf" and headers.get("x-token") == "abc"
+    (rm,) = req.resource_metrics
+    res = _attrs(rm.resource.attributes)
+    assert res["service.name"] == "gcm-checks" and res["host.name"] == "gpu001" and res["gcm.mode"] == "epilog"
+    points = {}
+    for sm in rm.scope_metrics:
+        for m in sm.metrics:
+            assert m.WhichOneof("data") == "gauge"
+            points[m.name] = [(_attrs(p.attributes), p.as_double) for p in m.gauge.data_points]
+    assert set(points) == {"gcm_check_status", "gcm_check_severity", "gcm_node_verdict", "gcm_xid_events",
+                           "gcm_node_drained", "gcm_last_run_timestamp_seconds"}
+    sev = {(a["check"], a.get("gpu", "")): v for a, v in points["gcm_check_severity"]}
+    assert sev == {("gpu.nvml", ""): 0.0, ("gpu.ecc.uncorrectable", "3"): 3.0, ("dcgm.diag", ""): 2.0}
+    assert all(a["job"] == "4242" for a, _ in points["gcm_check_severity"])
+    assert points["gcm_xid_events"] == [({"node": "gpu001", "code": "79", "gpu": "3", "severity": "fail", "job": "4242"}, 1.0)]
+    assert points["gcm_node_drained"] == [({"node": "gpu001"}, 1.0)]
+    assert points["gcm_last_run_timestamp_seconds"][0][1] == 1_790_000_000.0
+    # One log record per non-passing result, severity mapped to OTLP's scale.
+    records = [lr for _, r in rx.logs for rl in r.resource_logs for sl in rl.scope_logs for lr in sl.log_records]
+    got = sorted((lr.severity_text, lr.severity_number, lr.body.string_value, _attrs(lr.attributes)["check"]) for lr in records)
+    assert got == [
+        ("FAIL", 17, "gpu.ecc.uncorrectable GPU 3 (00000000:5D:00.0): 12 uncorrectable ECC errors", "gpu.ecc.uncorrectable"),
+        ("UNKNOWN", 13, "dcgm.diag gpu001: dcgmi not found", "dcgm.diag"),
+    ]
+
+
+def test_all_passing_run_sends_metrics_and_no_logs():
+    with Receiver() as rx:
+        settings = resolve({"telemetry": {"otlp_endpoint": rx.url + "/"}}, "n")
+        assert telemetry.export(RESULTS[:1], settings, mode="prolog", node="n") == {"otlp": "ok"}
+    assert len(rx.metrics) == 1 and rx.logs == []
+
+
+def test_a_collector_that_never_answers_is_an_error_not_a_hang():
+    with Receiver(hang=True) as rx:
+        settings = resolve({"telemetry": {"otlp_endpoint": rx.url, "otlp_timeout_s": 0.3}}, "n")
+        out = telemetry.export(RESULTS, settings, mode="prolog", node="n")
+    assert out["otlp"].startswith("error: ")
+
+
+def test_a_refused_connection_is_an_error_and_prometheus_still_writes(tmp_path):
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    settings = resolve({"telemetry": {"otlp_endpoint": f"http://127.0.0.1:{port}", "otlp_timeout_s": 0.5,
+                                      "prometheus_textfile_dir": str(tmp_path)}}, "n")
+    out = telemetry.export(RESULTS, settings, mode="epilog", node="n")
+    assert out["prometheus"] == "ok" and out["otlp"].startswith("error: ")
+    assert (tmp_path / "gcm_checks_epilog.prom").exists()
