@@ -199,3 +199,13 @@ def test_stack_frames_and_quoted_code_never_match() -> None:
     r = classify(_one(text))
     assert (r.category, r.rule) == ("software_exception", "py.exception")
     assert r.evidence[0].line_no == 7
+
+
+def test_success_marker_does_not_explain_a_failed_exit() -> None:
+    text = "{'train_runtime': 812.3, 'train_samples_per_second': 9.1}\n"
+    assert classify(_one(text)).category == "success"
+    assert classify(_one(text, exit_code=0, signal=0, state="COMPLETED")).category == "success"
+    r = classify(_one(text, exit_code=3, signal=0))
+    assert r.category == "unknown" and "exit code 3" in r.sentence
+    assert classify(ClassifyInput(state="COMPLETED")).category == "success"
+    assert classify(ClassifyInput(state="FAILED")).category == "unknown"

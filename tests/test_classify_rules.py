@@ -232,6 +232,8 @@ HARMLESS = [
     "[W socket.cpp:464] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).",
     "node1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_3:1/IB ; OOB ib0:10.0.0.1<0>",
     "wandb: Network error (TransientError), entering retry loop.",
+    "node1:99:99 [0] NCCL INFO NET/Plugin: Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: cannot open shared object file: No such file or directory",
+    "[INFO|trainer.py:1812] 2024-01-01 10:00:00,000 >> Caught OutOfMemoryError, retrying with a smaller batch",
     "Epoch 3: 100%|██████████| 500/500 [02:01<00:00, loss=0.213, v_num=7]",
     "  File \"/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py\", line 2050, in all_reduce",
     "    raise ValueError(f\"bad value {x}\")",

@@ -306,8 +306,15 @@ def _norm_state(state: Optional[str]) -> Optional[str]:
 
 
 def _exit_says_success(inp: ClassifyInput) -> bool:
-    return (inp.exit_code == 0 and not inp.signal and not inp.derived_exit_code
-            and _norm_state(inp.state) in (None, "COMPLETED", "COMPLETING"))
+    state = _norm_state(inp.state)
+    code_ok = inp.exit_code == 0 or (inp.exit_code is None and state == "COMPLETED")
+    return code_ok and not inp.signal and not inp.derived_exit_code and state in (None, "COMPLETED", "COMPLETING")
+
+
+def _exit_says_failure(inp: ClassifyInput) -> bool:
+    state = _norm_state(inp.state)
+    return bool(inp.exit_code or inp.signal or inp.derived_exit_code) or state in (
+        "FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "CANCELLED", "BOOT_FAIL", "DEADLINE")
 
 
 def structured_hits(inp: ClassifyInput) -> List[Hit]:
@@ -414,6 +421,10 @@ def judge(hits: Sequence[Hit], inp: ClassifyInput) -> Classification:
     # Highest rank wins; ties go to the later text and the later line in it
     # (the last error is the one that ended the job).
     best = max(hits, key=lambda h: (h.rank, h.source_idx, h.pos))
+    if best.category == "success" and _exit_says_failure(inp):
+        # "Training finished" and then a non-zero exit: the log's success
+        # marker does not explain the failure, so say we cannot tell.
+        return _fallback(inp)
     if best.rank <= 1 and best.category not in ("success",):
         fb = _fallback(inp)
         if fb.category != "unknown":
@@ -449,11 +460,13 @@ def _sentence(best: Hit, verdict: str, inp: ClassifyInput) -> str:
 def _fallback(inp: ClassifyInput) -> Classification:
     """Nothing matched: decide from the exit data, else from whether there was any log."""
     unk = CATEGORIES["unknown"]
-    if inp.exit_code is not None or inp.signal:
+    if inp.exit_code is not None or inp.signal or inp.derived_exit_code or inp.state:
         if _exit_says_success(inp):
             return Classification("success", CATEGORIES["success"].responsibility, 0.8, "exit.success",
                                   [Evidence("slurm", 0, "exit code 0")], "The job exited 0 — nothing to fix.")
-        code = f"exit code {inp.exit_code}" + (f", signal {inp.signal}" if inp.signal else "")
+        code = (f"exit code {inp.exit_code}" if inp.exit_code is not None else f"state {inp.state}") + (
+            f", signal {inp.signal}" if inp.signal else "") + (
+            f", a step exited {inp.derived_exit_code}" if inp.derived_exit_code else "")
         return Classification("unknown", unk.responsibility, 0.3, "fallback.no_match",
                               [Evidence("slurm", 0, code)],
                               f"The job ended with {code} and its logs do not say why — {unk.verdict}.")

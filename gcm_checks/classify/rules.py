@@ -148,7 +148,7 @@ RULES: Tuple[Rule, ...] = (
          "the scheduler preempted the job", terminal=True, warnings_ok=True, flags=re.IGNORECASE),
     Rule("tpu.lame_workers", "preempted", R_SCHED - 5, 0.6,
          ("lame workers",), r"lame workers found",
-         "the accelerator workers were taken away (preempted) mid-run"),
+         "the accelerator workers were taken away (preempted) mid-run", warnings_ok=True),
     # ---- host memory ---------------------------------------------------------------
     Rule("slurm.oom_kill", "host_oom", R_HOST_OOM_SLURM, 0.95,
          ("oom", "memory limit", "out of memory", "out-of-memory"),
@@ -359,12 +359,16 @@ RULES: Tuple[Rule, ...] = (
          r"\*+ train metrics \*+|'train_runtime'|\btrain_runtime\s*=|`Trainer\.fit` stopped: "
          r"|(?i:\btraining (?:is )?(?:completed|complete|finished|done)\b)|(?i:\bfinished training\b)"
          r"|wandb: Waiting for W&B process to finish\.\.\. \(success\)|Model weights saved in|wandb: Run summary:",
-         "the training finished normally"),
+         "the training finished normally", warnings_ok=True),
 )
 
-# A line that is a warning, not an error: "UserWarning: ...", "[W1123 ...", "WARNING: ...".
-# "NCCL WARN" is not one: it is how NCCL reports its real errors.
-WARNING_LINE = re.compile(r"\b[A-Z][A-Za-z]*Warning\b|\[W(?:\d{4}\s|\s)|\bWARNING\b|(?<!NCCL )\bWARN\b|\bwarn(?:ing)?:")
+# A line logged as a warning or for information, not as an error:
+# "UserWarning: ...", "[W1123 ...", "WARNING: ...", "[INFO|...]", "NCCL INFO".
+# Successful runs are full of them ("NCCL INFO NET/Plugin: ... cannot open
+# shared object file" is a normal start-up line). "NCCL WARN" is not one: it
+# is how NCCL reports its real errors.
+WARNING_LINE = re.compile(r"\b[A-Z][A-Za-z]*Warning\b|\[W(?:\d{4}\s|\s)|\bWARNING\b|(?<!NCCL )\bWARN\b"
+                          r"|\bwarn(?:ing)?:|\bINFO\b|\bDEBUG\b")
 
 RULES_BY_ID = {r.id: r for r in RULES}
 if len(RULES_BY_ID) != len(RULES):  # pragma: no cover - a table typo
