@@ -612,6 +612,12 @@ def apply_drain(
     if info.drained and info.reason == reason:
         _record_drain(state_dir, node, reason, check)
         return DrainOutcome("already", reason, "", info.reason)
+    if info.drained:
+        # Already out of service by an earlier gcm finding (the prolog's, and
+        # now the epilog's or health's): keep the first reason. Rewriting it
+        # costs an RPC per finding and makes the reason flap in sinfo -R.
+        _log(log, "info", f"slurm: {node} already drained by gcm ({info.reason!r}); also found: {reason}")
+        return DrainOutcome("already", reason, "drained by an earlier gcm finding", info.reason)
     if not info.drained and info.reason and not info.gcm_owned:
         # e.g. DOWN with "Not responding": not a drain, but not ours to rewrite
         # either. A drain would replace the reason, so log and keep it.

@@ -60,5 +60,5 @@ def gcm_scripts_cluster(clean_cluster):
     try:
         yield clean_cluster
     finally:
-        clean_cluster.use_scripts(None, None)
         clean_cluster.reset_nodes()
+        clean_cluster.use_scripts(None, None)

