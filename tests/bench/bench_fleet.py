@@ -73,7 +73,25 @@ def test_straggler_detection_quality():
     assert r["precision_pooled"] >= 0.95 and r["recall_pooled"] >= 0.95
 
 
+def time_prometheus(repeats: int = 50) -> dict:
+    """Build + render + atomically write the textfile for a 30-result run."""
+    from gcm_checks.result import failed, passed
+    from gcm_checks.telemetry import model, prometheus
+
+    res = [passed(f"gpu.check{i}", "ok") for i in range(28)] + [failed("gpu.ecc", "bad", "GPU 3 (00000000:5D:00.0)")] * 2
+    xids = [{"xid": 79, "gpu_index": 3, "severity": "fail"}] * 3
+    times = []
+    with tempfile.TemporaryDirectory() as d:
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            samples, _ = model.build(res, mode="prolog", node="gpu001", when=time.time(), job_id="1", xids=xids, drained=False)
+            prometheus.write(d, "prolog", samples)
+            times.append(time.perf_counter() - t0)
+    return {"best_ms": 1000 * min(times), "median_ms": 1000 * statistics.median(times)}
+
+
 if __name__ == "__main__":
+    print("prometheus:", time_prometheus())
     print("report:", time_report())
     for z, md, noise in ((3.5, 0.03, (0.012, 0.008)), (3.0, 0.03, (0.012, 0.008)), (3.5, 0.02, (0.012, 0.008)),
                          (3.5, 0.03, (0.02, 0.015))):
