@@ -99,3 +99,11 @@ def test_dev_corpus_macro_f1() -> None:
     assert d["n"] >= 50
     assert d["macro_f1"] >= 0.95, d["misses"]
     assert d["baseline_macro_f1"] < 0.5
+
+
+def test_own_heldout_excerpts_macro_f1() -> None:
+    # Excerpts written for this repo from real formats, none from the dev corpus.
+    d = json.loads(gcm("--evaluate", str(FIX / "heldout.jsonl"), "--json").stdout)
+    assert d["n"] >= 25
+    assert len({c["label"] for c in d["per_class"]}) == 18
+    assert d["macro_f1"] >= 0.95, d["misses"]

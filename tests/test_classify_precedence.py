@@ -209,3 +209,13 @@ def test_success_marker_does_not_explain_a_failed_exit() -> None:
     assert r.category == "unknown" and "exit code 3" in r.sentence
     assert classify(ClassifyInput(state="COMPLETED")).category == "success"
     assert classify(ClassifyInput(state="FAILED")).category == "unknown"
+
+
+def test_newer_srun_terminating_line_also_marks_the_cancel_as_fallout() -> None:
+    text = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB.\n"
+            "srun: error: gpu7: task 3: Exited with exit code 1\n"
+            "srun: launch/slurm: _step_signal: Terminating StepId=12.0\n"
+            "slurmstepd: error: *** STEP 12.0 ON gpu7 CANCELLED AT 2024-01-01T00:00:00 ***\n"
+            "KeyError: 'late'\n")
+    r = classify(_one(text))
+    assert r.category == "gpu_oom"

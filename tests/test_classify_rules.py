@@ -196,6 +196,9 @@ CASES = [
     ("py.exception", "software_exception", "Error in eval(expr, envir, enclos) : object 'x' not found\nExecution halted"),
     ("vague.failed", "unknown",
      "Primary job  terminated normally, but 1 process returned\na non-zero exit code. Per user-direction, the job has been aborted."),
+    ("data.missing", "data_input",
+     "OSError: Unable to open file (unable to open file: name = '/data/feats.h5', errno = 2, error message = 'No such file or directory', flags = 0, o_flags = 0)"),
+    ("cuda.error", "cuda_runtime", "RuntimeError: CUDA driver error: invalid argument"),
 ]
 
 

@@ -276,12 +276,13 @@ R_KEEP_AFTER_TERMINAL = 94
 # --------------------------------------------------------------------------- structured inputs
 
 _STATE_RULES: Dict[str, Tuple[str, str, int, float, str]] = {
-    # state -> (rule id, category, rank, confidence, says)
-    "TIMEOUT": ("slurm.state.timeout", "timeout_walltime", 92, 0.95, "Slurm ended the job at its time limit"),
-    "DEADLINE": ("slurm.state.deadline", "timeout_walltime", 92, 0.9, "the job reached its --deadline"),
+    # state -> (rule id, category, rank, confidence, says). Ranks equal the
+    # matching log rules', so the log line (which says when) wins the tie.
+    "TIMEOUT": ("slurm.state.timeout", "timeout_walltime", 90, 0.95, "Slurm ended the job at its time limit"),
+    "DEADLINE": ("slurm.state.deadline", "timeout_walltime", 90, 0.9, "the job reached its --deadline"),
     "NODE_FAIL": ("slurm.state.node_fail", "node_failure", 96, 0.95, "Slurm lost a node the job was running on"),
     "BOOT_FAIL": ("slurm.state.boot_fail", "node_failure", 96, 0.9, "the job's nodes failed to boot"),
-    "PREEMPTED": ("slurm.state.preempted", "preempted", 92, 0.95, "the scheduler preempted the job"),
+    "PREEMPTED": ("slurm.state.preempted", "preempted", 90, 0.95, "the scheduler preempted the job"),
     "OUT_OF_MEMORY": ("slurm.state.out_of_memory", "host_oom", 84, 0.95,
                       "Slurm killed the job for exceeding its memory request"),
     "CANCELLED": ("slurm.state.cancelled", "cancelled_user", 57, 0.8, "the job was cancelled"),

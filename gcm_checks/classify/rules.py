@@ -232,8 +232,8 @@ RULES: Tuple[Rule, ...] = (
          r"|unspecified launch failure|cudaErrorIllegal\w+|cudaErrorLaunchFailure",
          "a CUDA kernel accessed memory it should not"),
     Rule("cuda.error", "cuda_runtime", R_CUDA - 1, 0.75,
-         ("cuda error", "cudaerror", "cublas_status", "cudnn_status", "cuda_error_", "cuda kernel errors"),
-         r"CUDA error(?::| \d)|\bcudaError\w+|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|CUDA_ERROR_\w+"
+         ("cuda error", "cuda driver error", "cudaerror", "cublas_status", "cudnn_status", "cuda_error_", "cuda kernel errors"),
+         r"CUDA (?:driver )?error(?::| \d)|\bcudaError\w+|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|CUDA_ERROR_\w+"
          r"|CUDA kernel errors might be asynchronously reported|c10::CUDAError",
          "CUDA returned an error",
          exclude=r"CUDA_ERROR_OUT_OF_MEMORY|STATUS_SUCCESS|cudaSuccess"),
@@ -259,7 +259,7 @@ RULES: Tuple[Rule, ...] = (
          "a filesystem operation failed"),
     # ---- cancel ---------------------------------------------------------------------
     Rule("srun.terminating", "unknown", R_VAGUE, 0.3,
-         ("terminating",), r"srun: Terminating (?:StepId=|job step )\S+",
+         ("terminating",), r"\bTerminating (?:StepId=|job step )\S+",
          "srun stopped the step because a task failed"),
     Rule("slurm.cancelled", "cancelled_user", R_CANCEL, 0.85,
          ("cancelled at",), r"\*\*\*\s*(?:JOB|STEP)\b[^*\n]*?\bCANCELLED AT\b(?![^*\n]*\bDUE TO (?:TIME|PREEMPTION|NODE|JOB NOT))[^*\n]*\*\*\*",
@@ -302,10 +302,14 @@ RULES: Tuple[Rule, ...] = (
          r"|HeaderTooLarge|Can't load (?:tokenizer|config|the configuration|weights)|does not appear to have a file named",
          "an input file is malformed or unreadable"),
     Rule("data.missing", "data_input", R_DATA - 2, 0.7,
-         ("filenotfounderror", "errno 2", "not found", "does not exist", "doesn't exist"),
+         ("filenotfounderror", "errno 2", "not found", "does not exist", "doesn't exist", "is missing",
+          "to find", "to locate", "to open", "to read", "not find", "not locate", "not open", "not read",
+          "n't find", "n't locate", "n't open", "n't read"),
          r"FileNotFoundError|\[Errno 2\] No such file or directory"
-         r"|(?:Error|Exception): [^\n]*\b(?:[Ff]ile|[Dd]ataset|[Dd]ata|[Pp]ath|[Dd]irectory)\b[^\n]*"
-         r"\b(?:not found|does not exist|doesn't exist)",
+         r"|(?:Error|Exception): [^\n]*\b(?:[Ff]ile|[Dd]ataset|[Dd]ata|[Pp]ath|[Dd]irectory|shard)s?\b[^\n]*"
+         r"\b(?:not found|does not exist|doesn't exist|is missing)"
+         r"|(?:Error|Exception): [^\n]*(?:[Uu]nable to|[Cc]ould not|[Cc]ouldn't|[Cc]annot|[Cc]an't) (?:find|locate|open|read)"
+         r" [^\n]*\b(?:file|dataset|data|path|directory|shard)s?\b",
          "an input file or dataset is missing"),
     Rule("data.loader_worker", "data_input", R_DATA - 5, 0.55,
          ("in dataloader worker",), r"Caught \w+ in DataLoader worker process",
