@@ -306,3 +306,46 @@ def test_parallel_probe_reports_errors_and_hangs_per_gpu():
     assert "out of memory" in g[1].errors["gemm_tflops"] and not g[1].hung
     assert g[2].hung and "did not finish" in g[2].errors["gemm_tflops"]
     assert g[3].errors["gemm_tflops"] == "GPU is lost"
+
+
+def _fake_cupy(calls):
+    c = types.ModuleType("cupy")
+    c.float32, c.float16, c.uint8 = "f32", "f16", "u8"
+
+    class Arr:
+        def astype(self, dtype):
+            return self
+
+    class Device:
+        def __init__(self, index):
+            self.index = index
+
+        def __enter__(self):
+            calls.append(("device", self.index))
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def synchronize(self):
+            calls.append("sync")
+
+    c.random = types.SimpleNamespace(random=lambda shape, dtype=None: Arr())
+    c.empty = lambda *a, **k: Arr()
+    c.empty_like = lambda x: Arr()
+    c.matmul = lambda a, b, out=None: calls.append("matmul")
+    c.copyto = lambda dst, src: calls.append("copy")
+    c.cuda = types.SimpleNamespace(Device=Device)
+    c.get_default_memory_pool = lambda: types.SimpleNamespace(free_all_blocks=lambda: calls.append("freed"))
+    return c
+
+
+def test_cupy_adapter_times_gemm_and_copy_on_its_device(monkeypatch):
+    from gcm_checks.qualify import probe
+
+    calls: list = []
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(calls))
+    out = probe.cupy_one(6, seconds=0.0, n=512, copy_bytes=1 << 20)
+    assert set(out) == {"gemm_tflops", "mem_bw_gbps"} and all(v > 0 for v in out.values())
+    assert calls[0] == ("device", 6) and calls.count("matmul") == 13 and calls.count("copy") == 10
+    assert calls[-1] == "freed"

@@ -201,44 +201,51 @@ def torch_one(index: int, seconds: float, n: int = 8192, copy_bytes: int = 1 << 
     def sync() -> None:
         torch.cuda.synchronize(dev)
 
-    a = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
-    b = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
-    c = torch.empty(n, n, device=dev, dtype=torch.bfloat16)
-    for _ in range(3):  # warm up: cuBLAS picks its kernel on the first calls
-        torch.matmul(a, b, out=c)
-    iters, dt = timed_loop(lambda: torch.matmul(a, b, out=c), sync, seconds / 2)
-    tflops = gemm_tflops(n, iters, dt)
-    del a, b, c
-    src = torch.empty(copy_bytes, device=dev, dtype=torch.uint8)
-    dst = torch.empty_like(src)
-    dst.copy_(src)
-    iters, dt = timed_loop(lambda: dst.copy_(src), sync, seconds / 2)
-    bw = copy_bandwidth_gbps(copy_bytes, iters, dt)
-    del src, dst
+    # Separate functions so each phase's buffers are freed when it returns.
+    def gemm() -> float:
+        a = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+        b = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+        c = torch.empty(n, n, device=dev, dtype=torch.bfloat16)
+        for _ in range(3):  # warm up: cuBLAS picks its kernel on the first calls
+            torch.matmul(a, b, out=c)
+        iters, dt = timed_loop(lambda: torch.matmul(a, b, out=c), sync, seconds / 2)
+        return gemm_tflops(n, iters, dt)
+
+    def copy() -> float:
+        src = torch.empty(copy_bytes, device=dev, dtype=torch.uint8)
+        dst = torch.empty_like(src)
+        dst.copy_(src)
+        iters, dt = timed_loop(lambda: dst.copy_(src), sync, seconds / 2)
+        return copy_bandwidth_gbps(copy_bytes, iters, dt)
+
+    out = {"gemm_tflops": gemm(), "mem_bw_gbps": copy()}
     torch.cuda.empty_cache()
-    return {"gemm_tflops": tflops, "mem_bw_gbps": bw}
+    return out
 
 
 def cupy_one(index: int, seconds: float, n: int = 8192, copy_bytes: int = 1 << 30) -> Dict[str, float]:
     import cupy
 
-    with cupy.cuda.Device(index) as dev:
-        sync = dev.synchronize
+    def gemm(sync: Callable[[], None]) -> float:
         a = cupy.random.random((n, n), dtype=cupy.float32).astype(cupy.float16)
         b = cupy.random.random((n, n), dtype=cupy.float32).astype(cupy.float16)
         c = cupy.empty((n, n), dtype=cupy.float16)
         for _ in range(3):
             cupy.matmul(a, b, out=c)
         iters, dt = timed_loop(lambda: cupy.matmul(a, b, out=c), sync, seconds / 2)
-        tflops = gemm_tflops(n, iters, dt)
-        del a, b, c
+        return gemm_tflops(n, iters, dt)
+
+    def copy(sync: Callable[[], None]) -> float:
         src = cupy.empty(copy_bytes, dtype=cupy.uint8)
         dst = cupy.empty_like(src)
         iters, dt = timed_loop(lambda: cupy.copyto(dst, src), sync, seconds / 2)
-        bw = copy_bandwidth_gbps(copy_bytes, iters, dt)
-        del src, dst
+        return copy_bandwidth_gbps(copy_bytes, iters, dt)
+
+    # The device context is per thread: each GPU's probe runs in its own.
+    with cupy.cuda.Device(index) as dev:
+        out = {"gemm_tflops": gemm(dev.synchronize), "mem_bw_gbps": copy(dev.synchronize)}
         cupy.get_default_memory_pool().free_all_blocks()
-    return {"gemm_tflops": tflops, "mem_bw_gbps": bw}
+    return out
 
 
 def importable(module: str) -> bool:
