@@ -219,3 +219,18 @@ def test_newer_srun_terminating_line_also_marks_the_cancel_as_fallout() -> None:
             "KeyError: 'late'\n")
     r = classify(_one(text))
     assert r.category == "gpu_oom"
+
+
+def test_one_ranks_exception_beats_the_watchdog_timeouts_it_causes() -> None:
+    text = ("[rank3]: Traceback (most recent call last):\n"
+            "[rank3]:   File \"/app/train.py\", line 88, in <module>\n"
+            "[rank3]: KeyError: 'pixel_values'\n"
+            "[rank0]:[E ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=1516, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600017 milliseconds before timing out.\n"
+            "[rank1]:[E ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=1516, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n")
+    r = classify(_one(text))
+    assert r.category == "software_exception" and "KeyError" in r.evidence[0].text
+    # Without the earlier exception the timeout is the answer.
+    alone = "\n".join(text.splitlines()[3:])
+    assert classify(_one(alone)).category == "nccl_comm"

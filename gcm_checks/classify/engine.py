@@ -258,6 +258,12 @@ def _apply_text_order(hits: List[Hit]) -> None:
             continue
         if rule.terminal and (terminal_at is None or h.first_pos < terminal_at):
             terminal_at = h.first_pos
+    causes = [h.first_pos for h in hits if h.category in _CAUSE_CATEGORIES and h.rank >= R_MIN_CAUSE]
+    if causes:
+        earliest_cause = min(causes)
+        for h in hits:
+            if RULES_BY_ID[h.base_rule].symptom and h.first_pos > earliest_cause:
+                h.rank = min(h.rank, R_MIN_CAUSE - 1)
     if terminal_at is None:
         return
     for h in hits:
@@ -267,6 +273,12 @@ def _apply_text_order(hits: List[Hit]) -> None:
             # NCCL abort and "Killed" are fallout, not the cause.
             h.rank = min(h.rank, 3)
 
+
+# Errors the job raises itself; any of them before a symptom (NCCL watchdog
+# timeout) is the cause of that symptom.
+_CAUSE_CATEGORIES = frozenset({"software_exception", "data_input", "import_env", "numeric_divergence", "cuda_runtime",
+                               "gpu_oom", "host_oom", "segfault_signal", "storage_io"})
+R_MIN_CAUSE = 30
 
 # Hardware evidence after a termination line still counts: a GPU that fell off
 # the bus is a fact about the node whatever the scheduler was doing.

@@ -55,6 +55,11 @@ class Rule:
     unless_after: Optional[str] = None
     # Name of a judge in the engine that refines a match (category, rank...).
     judge: Optional[str] = None
+    # A symptom of some other failure: when the job raised its own error
+    # earlier in the same text, that error is the cause. One rank's KeyError
+    # leaves the other ranks waiting in a collective until the NCCL watchdog
+    # fires minutes later.
+    symptom: bool = False
     flags: int = 0
 
     def compiled(self) -> Pattern[str]:
@@ -198,7 +203,7 @@ RULES: Tuple[Rule, ...] = (
          r"Watchdog caught collective operation timeout|collective operation timeout"
          r"|NCCL watchdog thread terminated with exception: (?!CUDA error)|watchdog got stuck"
          r"|Heartbeat monitor timed out|store based barrier",
-         "a NCCL collective hung until the watchdog timed it out"),
+         "a NCCL collective hung until the watchdog timed it out", symptom=True),
     Rule("nccl.error", "nccl_comm", R_NCCL, 0.85,
          ("nccl", "distbackenderror", "distnetworkerror"),
          r"NCCL [Ee]rror\b|NCCL operation \w+\(\) failed|\bNCCL\b.*\b(?:Socket Timeout|Connection reset by peer|Connection refused)|\bnccl(?:Internal|System|UnhandledCuda|Remote)Error\b|DistBackendError|DistNetworkError"
