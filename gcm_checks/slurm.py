@@ -753,6 +753,7 @@ def apply_features(
     log: Any = None,
     verify: bool = False,
     manage: Sequence[str] = GCM_FEATURES,
+    stamp: Optional[str] = None,
 ) -> FeatureOutcome:
     """Publish ``gcm_features`` (e.g. ["gcm_ok"]) and ``extra`` on transitions.
 
@@ -766,6 +767,10 @@ def apply_features(
     want = sorted(set(gcm_features))
     managed = set(manage) | set(want)
     rec = feature_record(state_dir, node)
+    if rec is not None and stamp is not None and rec.get("stamp") != stamp:
+        # slurm.conf changed since we last looked: a reconfigure that wiped
+        # scontrol-set features is likely. Detected locally, without an RPC.
+        verify = True
     if rec is not None and sorted(rec.get("features") or []) == want and not verify:
         return FeatureOutcome("unchanged", tuple(want))
     try:
@@ -778,7 +783,7 @@ def apply_features(
     if have == want and have_avail == want and rec is not None and sorted(rec.get("features") or []) == want:
         if state_dir and not isinstance(backend, DryRunBackend):
             try:  # verified now: restart the verify clock
-                _write_json(_state_path(state_dir, FEATURE_STATE_FILE, node), dict(rec, time=time.time()))
+                _write_json(_state_path(state_dir, FEATURE_STATE_FILE, node), dict(rec, time=time.time(), stamp=stamp))
             except OSError:
                 pass
         return FeatureOutcome("unchanged", tuple(want))
@@ -798,7 +803,7 @@ def apply_features(
     action = "reapplied" if (rec is not None and sorted(rec.get("features") or []) == want) else "applied"
     if state_dir and not isinstance(backend, DryRunBackend):
         try:
-            _write_json(_state_path(state_dir, FEATURE_STATE_FILE, node), {"node": node, "features": want, "extra": extra_value, "time": time.time()})
+            _write_json(_state_path(state_dir, FEATURE_STATE_FILE, node), {"node": node, "features": want, "extra": extra_value, "time": time.time(), "stamp": stamp})
         except OSError:
             pass
     _log(log, "info", f"slurm: {action} features {want} on {node}")
@@ -879,6 +884,17 @@ class MemoryBackend:
     def show_job(self, job_id: str) -> Dict[str, str]:
         self._check()
         return dict(self.jobs.get(str(job_id), {}))
+
+
+def conf_stamp(env: Optional[Dict[str, str]] = None) -> Optional[str]:
+    """mtime and size of slurm.conf: changes when an admin edits it before a reconfigure."""
+    env = os.environ if env is None else env
+    path = env.get("SLURM_CONF") or "/etc/slurm/slurm.conf"
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return f"{st.st_mtime_ns}:{st.st_size}"
 
 
 def list_nodes(backend: SlurmBackend, names: Sequence[str] = ()) -> List[NodeInfo]:

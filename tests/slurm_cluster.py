@@ -113,6 +113,8 @@ class SlurmCluster:
         self.prolog = prolog
         self.epilog = epilog
         self.extra_conf = list(extra_conf)
+        self.health_program: Optional[str] = None
+        self.health_interval = 0
         self.hostname = socket.gethostname()
         base = _free_port_block(6)
         self.ctld_port = base
@@ -306,6 +308,8 @@ class SlurmCluster:
             f"Prolog={self.prolog or noop + '/*'}",
             f"Epilog={self.epilog or noop + '/*'}",
         ]
+        if self.health_program:
+            lines += [f"HealthCheckProgram={self.health_program}", f"HealthCheckInterval={self.health_interval}", "HealthCheckNodeState=ANY"]
         lines += self.extra_conf
         for n in NODES:
             lines.append(f"NodeName={n} NodeAddr=127.0.0.1 NodeHostname={self.hostname} Port={self.node_ports[n]} CPUs={cpus} RealMemory=1000 State=UNKNOWN")
@@ -510,6 +514,26 @@ class SlurmCluster:
         self.write_gcm_config()
         self.wait_nodes_idle(NODES, timeout)
 
+    def use_health_check(self, program: Optional[str], interval: int = 2, timeout: float = 30) -> None:
+        """Set HealthCheckProgram (None: none) and reconfigure.
+
+        slurmd runs it with only SLURMD_NODENAME in the environment, so a
+        program for this cluster must set SLURM_CONF itself: ``health_wrapper``
+        writes one that does.
+        """
+        if (program, interval) == (self.health_program, self.health_interval):
+            return
+        self.health_program, self.health_interval = program, interval
+        self._reconfigure(timeout)
+
+    def health_wrapper(self, target: str) -> str:
+        """A HealthCheckProgram for this cluster: sets SLURM_CONF, execs ``target``."""
+        path = os.path.join(self.root, "health-check")
+        with open(path, "w") as f:
+            f.write(f"#!/bin/sh\nSLURM_CONF={self.conf}\nexport SLURM_CONF\nexec {target}\n")
+        os.chmod(path, 0o755)
+        return path
+
     def use_scripts(self, prolog: Optional[str] = None, epilog: Optional[str] = None, timeout: float = 30) -> None:
         """Point Prolog=/Epilog= at new globs (None: the no-op) and reconfigure.
 
@@ -518,6 +542,9 @@ class SlurmCluster:
         if (prolog, epilog) == (self.prolog, self.epilog):
             return
         self.prolog, self.epilog = prolog, epilog
+        self._reconfigure(timeout)
+
+    def _reconfigure(self, timeout: float = 30) -> None:
         self._write_confs()
         marks = {n: self._log_size(f"slurmd-{n}.log") for n in NODES}
         self.scontrol("reconfigure")

@@ -83,3 +83,44 @@ def test_healthy_node_prolog_makes_no_update_rpc(gcm_scripts_cluster):
     assert counts.get("REQUEST_COMPLETE_PROLOG", 0) == 2  # the prolog did run
     assert counts.get("REQUEST_UPDATE_NODE", 0) == 0
     assert c.sinfo_reasons() == {}
+
+
+def _wait(pred, timeout, what):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_health_check_program_drains_publishes_and_resumes(gcm_scripts_cluster):
+    """slurmd itself runs bin/gcm-checks-health every HealthCheckInterval."""
+    from slurm_cluster import REPO
+
+    c = gcm_scripts_cluster
+    c.write_gcm_config({"nodes": [{"match": "node2", "set": {"simulate": "gpu-lost"}}]})
+    c.use_health_check(c.health_wrapper(f"{REPO}/bin/gcm-checks-health"), interval=2)
+    try:
+        _wait(lambda: c.sinfo_reasons().get("node2", "").startswith("gcm: "), 40, "node2 drained by the health check")
+        _wait(lambda: c.node("node1").get("ActiveFeatures") == "gcm_ok", 20, "gcm_ok on node1")
+        _wait(lambda: c.node("node2").get("ActiveFeatures") == "gcm_degraded", 20, "gcm_degraded on node2")
+        assert "node1" not in c.sinfo_reasons()
+        assert c.node("node1")["Extra"].startswith("gcm ok")
+        # Users asking for healthy nodes get node1 only.
+        job = c.sbatch("true\n", constraint="gcm_ok", job_name="constrained")
+        assert c.wait_job(job, {"COMPLETED"}, timeout=60)["NodeList"] == "node1"
+        # The GPU is repaired: the next health run lifts our own drain.
+        c.write_gcm_config({})
+        _wait(lambda: "node2" not in c.sinfo_reasons(), 40, "node2 resumed by the health check")
+        _wait(lambda: c.node("node2").get("ActiveFeatures") == "gcm_ok", 20, "gcm_ok on node2")
+        # An admin edits slurm.conf and reconfigures: Slurm drops the features
+        # (facts #8); the next health run notices the edit and restores them.
+        # (Health checks paused meanwhile, to see the wipe happen.)
+        program = c.health_program
+        c.use_health_check(None)
+        _wait(lambda: c.node("node1").get("ActiveFeatures") == "(null)", 20, "features wiped by reconfigure")
+        c.use_health_check(program, interval=2)
+        _wait(lambda: c.node("node1").get("ActiveFeatures") == "gcm_ok" and c.node("node2").get("ActiveFeatures") == "gcm_ok", 30, "features re-applied after reconfigure")
+    finally:
+        c.use_health_check(None)

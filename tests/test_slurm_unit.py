@@ -328,3 +328,30 @@ def test_slurm_module_imports_nothing_heavy():
     code = "import sys, gcm_checks.slurm; print(','.join(m for m in ('yaml', 'structlog', 'pynvml', 'pyslurm') if m in sys.modules))"
     out = run([sys.executable, "-c", code], timeout=30, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert out.ok and out.stdout.strip() == ""
+
+
+def test_features_reverified_when_slurm_conf_changes(tmp_path):
+    be = MemoryBackend({"n1": NodeInfo("n1", "IDLE")})
+    sd = str(tmp_path)
+    slurm.apply_features(be, "n1", ["gcm_ok"], "gcm ok", state_dir=sd, stamp="1:100")
+    be.nodes["n1"] = NodeInfo("n1", "IDLE", extra="gcm ok")  # reconfigure wiped them
+    assert slurm.apply_features(be, "n1", ["gcm_ok"], None, state_dir=sd, stamp="1:100").action == "unchanged"
+    reads = be.reads
+    assert slurm.apply_features(be, "n1", ["gcm_ok"], None, state_dir=sd, stamp="2:101").action == "reapplied"
+    assert be.reads == reads + 1 and be.nodes["n1"].active_features == ("gcm_ok",)
+
+
+def test_health_features_leave_gcm_qualified_alone(tmp_path):
+    be = MemoryBackend({"n1": NodeInfo("n1", "IDLE", available_features=("gcm_qualified", "gcm_ok"), active_features=("gcm_qualified", "gcm_ok"))})
+    slurm.apply_features(be, "n1", ["gcm_degraded"], "x", state_dir=str(tmp_path), manage=("gcm_ok", "gcm_degraded"))
+    assert be.nodes["n1"].active_features == ("gcm_qualified", "gcm_degraded")
+
+
+def test_resume_if_passed_skips_a_redrain_with_another_gcm_reason(tmp_path):
+    be = MemoryBackend({"n1": NodeInfo("n1", "IDLE")})
+    slurm.apply_drain(be, "n1", "gcm: gpu.count: 7 of 8", state_dir=str(tmp_path), check="gpu.count")
+    # An admin re-drained with `gcm-checks node drain` (also a gcm: reason).
+    be.nodes["n1"] = NodeInfo("n1", "IDLE+DRAIN", "gcm: replace PSU")
+    out = slurm.resume_if_passed(be, "n1", ["gpu.count"], state_dir=str(tmp_path))
+    assert out is not None and out.action == "reason_changed"
+    assert be.nodes["n1"].drained and ("resume", "n1") not in be.updates

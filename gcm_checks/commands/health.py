@@ -9,8 +9,10 @@ node. It runs the ``health`` suite and applies the ownership rules of
 * when the check that caused our own drain passes again, the node is resumed
   (``slurm.resume_on_pass``, default on; only ever our drain);
 * health is published as ``gcm_ok`` / ``gcm_degraded`` plus a summary in
-  ``Extra``, on transitions only; the features are re-applied from local state
-  every ``FEATURE_VERIFY_S`` because ``scontrol reconfigure`` wipes them.
+  ``Extra``, on transitions only. ``scontrol reconfigure`` wipes
+  scontrol-set features, so they are re-applied from local state when
+  slurm.conf changed (checked locally, no RPC) and at least every
+  ``FEATURE_VERIFY_S`` (one read) for a reconfigure without an edit.
 
 A healthy node with nothing to change makes no Slurm call. An unreachable
 slurmctld costs at most ``slurm.timeout_s`` per call and a log line - never a
@@ -110,7 +112,8 @@ def decide_and_apply(backend: Any, node: str, results: List[Any], *, state_dir: 
         rec = slurm.feature_record(state_dir, node)
         stale = rec is None or (time.time() - float(rec.get("time") or 0)) > FEATURE_VERIFY_S
         out_f = slurm.apply_features(backend, node, want, slurm.summary_extra(status, failing), state_dir=state_dir,
-                                     log=log, verify=verify_features or stale, manage=("gcm_ok", "gcm_degraded"))
+                                     log=log, verify=verify_features or stale, manage=("gcm_ok", "gcm_degraded"),
+                                     stamp=slurm.conf_stamp())
         if out_f.action != "unchanged":
             actions["features"] = {"action": out_f.action, "features": list(out_f.features), "detail": out_f.detail}
     return actions
