@@ -388,7 +388,7 @@ def _xid_says(x: Dict[str, Any], hardware: bool) -> str:
     gpu = x.get("gpu_index")
     who = f"GPU {gpu}" if gpu is not None else (f"GPU {x.get('pci_bus_id')}" if x.get("pci_bus_id") else "a GPU")
     name = str(x.get("name") or "").strip().rstrip(".")
-    what = f"XID {x.get('xid')}" + (f": {name}" if name else "")
+    what = f"XID {x.get('xid')}" + (f" ({sanitize(name, 80)})" if name else "")
     when = _hhmm(x.get("time"))
     at = f" at {when}" if when else ""
     if hardware:
