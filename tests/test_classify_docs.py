@@ -21,3 +21,10 @@ def test_all_categories_documented() -> None:
 def test_documented_example_classifies_as_its_category(category: str) -> None:
     r = classify(ClassifyInput(logs=[LogText("log", SECTIONS[category])]))
     assert r.category == category
+
+
+def test_every_rule_id_is_documented() -> None:
+    from gcm_checks.classify.rules import RULES
+
+    text = DOC.read_text()
+    assert [r.id for r in RULES if f"`{r.id}" not in text] == []
