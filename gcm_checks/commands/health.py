@@ -32,8 +32,9 @@ from typing import Any, Dict, List, Optional
 from gcm_checks.commands._suite import add_common
 
 # Re-read the node's features at most this often to catch a reconfigure that
-# wiped them: one REQUEST_NODE_INFO per node per hour, not per health run.
-FEATURE_VERIFY_S = 3600.0
+# wiped them (a slurmctld restart leaves no local trace): one cheap
+# REQUEST_NODE_INFO per node every 10 minutes, not one per health run.
+FEATURE_VERIFY_S = 600.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
