@@ -355,3 +355,50 @@ def test_resume_if_passed_skips_a_redrain_with_another_gcm_reason(tmp_path):
     out = slurm.resume_if_passed(be, "n1", ["gpu.count"], state_dir=str(tmp_path))
     assert out is not None and out.action == "reason_changed"
     assert be.nodes["n1"].drained and ("resume", "n1") not in be.updates
+
+
+class _FakePyslurm:
+    """Just enough of pyslurm's classic API (node().update / get_node)."""
+
+    NODE_STATE_DRAIN = 0x200
+    NODE_RESUME = 0x100
+
+    def __init__(self, hang: bool = False):
+        self.updates = []
+        self.hang = hang
+        outer = self
+
+        class node:
+            def update(self, msg):
+                if outer.hang:
+                    time.sleep(2)
+                outer.updates.append(dict(msg))
+                return 0
+
+            def get_node(self, name):
+                return {name: {"state": "IDLE+DRAIN", "reason": "gcm: x", "features": ["a100"], "features_active": ["a100"], "extra": None}}
+
+        self.node = node
+
+
+def test_pyslurm_backend_maps_calls(monkeypatch):
+    fake = _FakePyslurm()
+    monkeypatch.setitem(sys.modules, "pyslurm", fake)
+    be = slurm.backend_from_settings({"slurm.backend": "auto"})
+    assert type(be).__name__ == "PyslurmBackend"
+    info = be.node_info("n1")
+    assert info.drained and info.gcm_owned and info.available_features == ("a100",)
+    be.drain("n1", "gcm: y")
+    assert fake.updates[-1] == {"node_names": "n1", "node_state": fake.NODE_STATE_DRAIN, "reason": "gcm: y"}
+
+
+def test_pyslurm_backend_hang_is_a_slurm_error(monkeypatch):
+    from gcm_checks import deadline
+
+    # The abandoned call must not leak into other tests: cli.finish() would
+    # os._exit the test process if it saw one.
+    monkeypatch.setattr(deadline, "_abandoned", [])
+    monkeypatch.setitem(sys.modules, "pyslurm", _FakePyslurm(hang=True))
+    be = slurm.PyslurmBackend(timeout_s=0.2)
+    with pytest.raises(SlurmError, match="no answer"):
+        be.resume("n1")
