@@ -19,6 +19,7 @@ Use from a test (fixtures in tests/conftest.py)::
         c.node("node2")                              # dict of `scontrol show node -o node2`
         c.scontrol("update", "nodename=node2", "state=resume")   # ProcResult, raises on failure
         c.sacct(job, fields="JobID,JobName,State,ExitCode")     # list of dicts, placeholder rows waited out
+        c.sacct(job, fields="JobID,State,NodeList", duplicates=True)  # every run of a requeued job
         c.sinfo_reasons()                            # {node: reason} from `sinfo -R`
         c.sdiag_rpc_counts()                         # {"REQUEST_UPDATE_NODE": n, ...}; c.sdiag_reset()
         c.env                                        # environment with SLURM_CONF for any other client
@@ -416,12 +417,15 @@ class SlurmCluster:
             time.sleep(0.2)
         raise ClusterError(f"job {job_id} still {last!r} after {timeout}s (want {sorted(want)}):\n{self.log_tail('slurmctld')}")
 
-    def sacct(self, job_id: Optional[str] = None, fields: str = "JobID,JobName,State,ExitCode,NodeList", wait_real: bool = True, timeout: float = 15) -> List[Dict[str, str]]:
-        """Rows of ``sacct --parsable2``; waits out the ~1 s placeholder row (facts #9)."""
+    def sacct(self, job_id: Optional[str] = None, fields: str = "JobID,JobName,State,ExitCode,NodeList", wait_real: bool = True, timeout: float = 15, duplicates: bool = False) -> List[Dict[str, str]]:
+        """Rows of ``sacct --parsable2``; waits out the ~1 s placeholder row (facts #9).
+
+        ``duplicates`` adds ``--duplicates``: every run of a requeued job.
+        """
         names = fields.split(",")
         if wait_real and "JobName" not in names:
             names.append("JobName")
-        args = ["--parsable2", "--noheader", "-o", ",".join(names)]
+        args = ["--parsable2", "--noheader", "-o", ",".join(names)] + (["--duplicates"] if duplicates else [])
         args += ["-j", str(job_id)] if job_id else ["-a"]
         end = time.monotonic() + timeout
         while True:
