@@ -234,3 +234,11 @@ def test_one_ranks_exception_beats_the_watchdog_timeouts_it_causes() -> None:
     # Without the earlier exception the timeout is the answer.
     alone = "\n".join(text.splitlines()[3:])
     assert classify(_one(alone)).category == "nccl_comm"
+
+
+def test_a_huge_single_line_is_judged_by_its_end() -> None:
+    # tqdm redraws joined by "\r" make one enormous line; the crash is printed at its end.
+    bar = "".join(f"\rEpoch 0: {i}/?? [00:{i % 60:02d}<00:00, 9.51it/s, loss=0.41]" for i in range(20000))
+    r = classify(_one(bar + "Fatal Python error: Segmentation fault\n"))
+    assert r.category == "segfault_signal"
+    assert len(r.evidence[0].text) <= 300

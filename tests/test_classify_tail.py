@@ -89,3 +89,10 @@ def test_classify_scans_only_the_end_of_a_huge_text() -> None:
     r = classify(ClassifyInput(logs=[LogText("stdout", head + filler + "torch.OutOfMemoryError: CUDA out of memory.\n")]))
     assert r.category == "gpu_oom"
     assert r.evidence[0].line_no == 1 + filler.count("\n") + 1
+
+
+def test_one_line_longer_than_the_window_keeps_its_end(tmp_path) -> None:
+    p = tmp_path / "bar.out"
+    p.write_bytes(b"\r progress" * 10000 + b" Fatal Python error: Segmentation fault\n")
+    text, truncated, _ = read_tail(str(p), 4096)
+    assert truncated and text.endswith("Segmentation fault\n") and len(text) <= 4096

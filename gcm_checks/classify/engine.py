@@ -19,6 +19,7 @@ from gcm_checks.classify.taxonomy import CATEGORIES
 # this keeps a huge --batch record as cheap as a small one.
 SCAN_CHARS = 256 * 1024
 MAX_HITS_PER_RULE = 20
+MAX_LINE_CHARS = 8192
 EVIDENCE_CHARS = 300
 MAX_EVIDENCE = 5
 _KERNEL_SOURCES = ("kernel", "dmesg", "syslog", "journal")
@@ -142,7 +143,10 @@ def _compact(text: str) -> Tuple[List[str], List[int], List[int]]:
             first[key] = i
         last[key] = i
     order = sorted(last.values())
-    return [lines[i] for i in order], order, [first[keys[i]] for i in order]
+    # A single huge line (tqdm redraws joined by "\r") is cut to its end,
+    # where the error that ended the job is printed.
+    out = [lines[i] if len(lines[i]) <= MAX_LINE_CHARS else lines[i][-MAX_LINE_CHARS:] for i in order]
+    return out, order, [first[keys[i]] for i in order]
 
 
 def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
@@ -156,7 +160,8 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
     if len(text) > SCAN_CHARS:
         cut = len(text) - SCAN_CHARS
         nl = text.find("\n", cut)
-        cut = nl + 1 if nl >= 0 else cut
+        if 0 <= nl < len(text) - 1:  # drop the partial first line, unless it is all there is
+            cut = nl + 1
         first_line += text.count("\n", 0, cut)
         text = text[cut:]
     lines, line_idx, first_idx = _compact(text)

@@ -19,6 +19,10 @@ Why the ranks are ordered the way they are (issue 5, "precedence is the point"):
 * lines that are Python/framework *warnings* never match, unless the rule says
   ``warnings_ok`` (NCCL reports real IB faults as ``NCCL WARN``).
 
+Every repetition in a pattern is bounded (``.{0,400}``, never ``.*``): a log
+can hold a 200 KB line that repeats a keyword thousands of times, and an
+unbounded ``.*`` after each occurrence is quadratic.
+
 Patterns key on the stable parts of messages - exception class names, CUDA,
 NCCL and slurmstepd strings, kernel messages - never on paths, hosts or numbers.
 """
@@ -175,7 +179,7 @@ RULES: Tuple[Rule, ...] = (
     # ---- network fabric (IB/RoCE/EFA) ------------------------------------------------
     Rule("ib.async_event", "network_fabric", R_NET, 0.88,
          ("got async event",),
-         r"NET/IB\s*:\s*Got async event\s*:\s*(?!.*\b(?:GID table change|client reregistration|LID change|SM change|port active)\b)",
+         r"NET/IB\s*:\s*Got async event\s*:\s*(?!.{0,400}\b(?:GID table change|client reregistration|LID change|SM change|port active)\b)",
          "the InfiniBand adapter reported a port/adapter error", warnings_ok=True, flags=re.IGNORECASE),
     Rule("ib.completion_error", "network_fabric", R_NET, 0.85,
          ("got completion",), r"NET/IB\s*:\s*Got completion (?:from peer \S+ )?with (?:error|status=)\s*\d+",
@@ -184,10 +188,10 @@ RULES: Tuple[Rule, ...] = (
          ("retry", "catastrophic", "ibv_poll_cq", "completion with error", "link down", "cable unplugged",
           "lost carrier"),
          r"IBV_WC_(?:RNR_)?RETRY_EXC_ERR|transport retry count(?:er)? exceeded|local catastrophic error|ibv_poll_cq error"
-         r"|got completion with error|mlx5_core\b.*\b(?:link down|cable unplugged)|\bib\d+: (?:link down|lost carrier)",
+         r"|got completion with error|mlx5_core\b.{0,400}\b(?:link down|cable unplugged)|\bib\d+: (?:link down|lost carrier)",
          "InfiniBand transfers failed between nodes", warnings_ok=True, flags=re.IGNORECASE),
     Rule("efa.error", "network_fabric", R_NET - 4, 0.65,
-         ("net/ofi",), r"NET/OFI.*\b(?:error|failed)\b",
+         ("net/ofi",), r"NET/OFI.{0,400}\b(?:error|failed)\b",
          "the EFA/libfabric network reported an error", warnings_ok=True, flags=re.IGNORECASE),
     # ---- GPU memory ------------------------------------------------------------------
     Rule("cuda.oom", "gpu_oom", R_OOM, 0.95,
@@ -206,18 +210,18 @@ RULES: Tuple[Rule, ...] = (
          "a NCCL collective hung until the watchdog timed it out", symptom=True),
     Rule("nccl.error", "nccl_comm", R_NCCL, 0.85,
          ("nccl", "distbackenderror", "distnetworkerror"),
-         r"NCCL [Ee]rror\b|NCCL operation \w+\(\) failed|\bNCCL\b.*\b(?:Socket Timeout|Connection reset by peer|Connection refused)|\bnccl(?:Internal|System|UnhandledCuda|Remote)Error\b|DistBackendError|DistNetworkError"
+         r"NCCL [Ee]rror\b|NCCL operation \w+\(\) failed|\bNCCL\b.{0,400}\b(?:Socket Timeout|Connection reset by peer|Connection refused)|\bnccl(?:Internal|System|UnhandledCuda|Remote)Error\b|DistBackendError|DistNetworkError"
          r"|Some NCCL operations have failed or timed out|NCCL communicator was aborted",
          "NCCL (GPU-to-GPU communication) failed"),
     Rule("nccl.socket", "nccl_comm", R_NCCL - 1, 0.8,
          ("nccl warn", "gloo"),
-         r"NCCL WARN\b.*(?:Connection (?:reset|refused|closed)|Connect to .* failed|socket\w*: .*failed"
+         r"NCCL WARN\b.{0,400}(?:Connection (?:reset|refused|closed)|Connect to .{0,400} failed|socket\w*: .{0,400}failed"
          r"|Call to \w+ failed|Broken pipe|timed out|[Tt]imeout|Net : Connection closed)"
          r"|gloo/transport/\S+\] (?:Connection closed by peer|Connection reset|Timed out)",
          "NCCL lost a connection between ranks", warnings_ok=True),
     Rule("dist.store", "nccl_comm", R_NCCL - 5, 0.7,
          ("rendezvous", "diststoreerror", "tcpstore"),
-         r"Rendezvous\w*(?:Timeout|Connection|Closed)Error|DistStoreError|TCPStore\b.*(?:timed out|failed|reset)",
+         r"Rendezvous\w*(?:Timeout|Connection|Closed)Error|DistStoreError|TCPStore\b.{0,400}(?:timed out|failed|reset)",
          "the ranks could not reach each other's rendezvous store"),
     # ---- environment problems that surface as CUDA errors ---------------------------
     Rule("env.cuda_mismatch", "import_env", R_ENV_CUDA, 0.85,
@@ -228,7 +232,7 @@ RULES: Tuple[Rule, ...] = (
     # ---- CUDA runtime errors raised by the job --------------------------------------
     Rule("cuda.device_assert", "cuda_runtime", R_CUDA, 0.9,
          ("device-side assert", "cudaerrorassert", ".cu:"),
-         r"device-side assert(?:ion)? triggered|cudaErrorAssert|\.cu:\d+: .*Assertion .* failed",
+         r"device-side assert(?:ion)? triggered|cudaErrorAssert|\.cu:\d+: .{0,400}Assertion .{0,400} failed",
          "a CUDA kernel assertion failed (often an out-of-range index or label)"),
     Rule("cuda.illegal_access", "cuda_runtime", R_CUDA, 0.85,
          ("illegal memory access", "illegal instruction was", "misaligned address", "unspecified launch failure",
@@ -282,13 +286,13 @@ RULES: Tuple[Rule, ...] = (
           "are unknown", "container creation failed", "could not open image", "pyxis"),
          r"ModuleNotFoundError|No module named|ImportError|undefined symbol|cannot open shared object file"
          r"|error while loading shared libraries|GLIBC(?:XX)?_[\d.]+'? not found|: command not found"
-         r"|execve\(\): .*(?:No such file or directory|Permission denied)|DistributionNotFound|VersionConflict|DLL load failed"
+         r"|execve\(\): .{0,400}(?:No such file or directory|Permission denied)|DistributionNotFound|VersionConflict|DLL load failed"
          r"|Could not load library|Torch not compiled with CUDA enabled|compiled with different CUDA (?:major )?versions"
-         r"|can't open file .*\[Errno 2\]|We couldn't connect to '|LocalEntryNotFoundError"
+         r"|can't open file .{0,400}\[Errno 2\]|We couldn't connect to '|LocalEntryNotFoundError"
          r"|CUDA_HOME environment variable is not set|mismatches the version that was used to compile"
          r"|Could not find a version that satisfies the requirement|No matching distribution found"
          r"|Lmod has detected the following error|module\(s\) are unknown|container creation failed"
-         r"|could not open image|pyxis: .*(?:failed|error)",
+         r"|could not open image|pyxis: .{0,400}(?:failed|error)",
          "the software environment is broken (a module or library is missing or incompatible)"),
     # ---- input data ------------------------------------------------------------------
     Rule("data.bad_input", "data_input", R_DATA, 0.8,
@@ -311,10 +315,10 @@ RULES: Tuple[Rule, ...] = (
           "to find", "to locate", "to open", "to read", "not find", "not locate", "not open", "not read",
           "n't find", "n't locate", "n't open", "n't read"),
          r"FileNotFoundError|\[Errno 2\] No such file or directory"
-         r"|(?:Error|Exception): [^\n]*\b(?:[Ff]ile|[Dd]ataset|[Dd]ata|[Pp]ath|[Dd]irectory|shard)s?\b[^\n]*"
+         r"|(?:Error|Exception): [^\n]{0,400}\b(?:[Ff]ile|[Dd]ataset|[Dd]ata|[Pp]ath|[Dd]irectory|shard)s?\b[^\n]{0,400}"
          r"\b(?:not found|does not exist|doesn't exist|is missing)"
-         r"|(?:Error|Exception): [^\n]*(?:[Uu]nable to|[Cc]ould not|[Cc]ouldn't|[Cc]annot|[Cc]an't) (?:find|locate|open|read)"
-         r" [^\n]*\b(?:file|dataset|data|path|directory|shard)s?\b",
+         r"|(?:Error|Exception): [^\n]{0,400}(?:[Uu]nable to|[Cc]ould not|[Cc]ouldn't|[Cc]annot|[Cc]an't) (?:find|locate|open|read)"
+         r" [^\n]{0,400}\b(?:file|dataset|data|path|directory|shard)s?\b",
          "an input file or dataset is missing"),
     Rule("data.loader_worker", "data_input", R_DATA - 5, 0.55,
          ("in dataloader worker",), r"Caught \w+ in DataLoader worker process",
@@ -349,7 +353,7 @@ RULES: Tuple[Rule, ...] = (
          exclude=r"ChildFailedError|ProcessRaisedException|ProcessExitedException|CalledProcessError"
                  r"|SystemExit|BrokenPipeError|Warning|^Error$|^Exception$|^\w*Error\w*Error$"),
     Rule("c.assertion", "software_exception", R_EXCEPTION - 1, 0.6,
-         ("assertion",), r"Assertion [`'].*[`'] failed",
+         ("assertion",), r"Assertion [`'].{0,400}[`'] failed",
          "an assertion in compiled code failed"),
     # ---- vague failure markers: "it failed" without a cause -------------------------
     Rule("vague.failed", "unknown", R_VAGUE, 0.3,

@@ -20,7 +20,8 @@ def read_tail(path_or_fd: Union[str, "os.PathLike[str]", int], max_bytes: int = 
     """Return (text, truncated, total_size) for the last ``max_bytes`` of a file.
 
     ``truncated`` is True when bytes before the window were skipped; the first
-    (partial) line is then dropped so evidence never quotes half a line.
+    (partial) line is then dropped so evidence never quotes half a line -
+    unless the window holds nothing else (one line longer than the window).
     Bytes that are not UTF-8 are replaced, never fatal.
     """
     if max_bytes <= 0:
@@ -57,5 +58,7 @@ def _read_fd_tail(fd: int, max_bytes: int) -> Tuple[str, bool, int]:
     truncated = start > 0
     if truncated:
         nl = raw.find(b"\n")
-        raw = raw[nl + 1:] if nl >= 0 else b""
+        if 0 <= nl < len(raw) - 1:
+            raw = raw[nl + 1:]
+        # else: one line longer than the window; its end is all we have, keep it.
     return raw.decode("utf-8", errors="replace"), truncated, size

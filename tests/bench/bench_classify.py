@@ -97,6 +97,28 @@ def measure_worst(n: int = 1000) -> dict:
     return {"worst_case_logs": n, "cpu_s": round(cpu, 3), "logs_per_s": round(n / cpu)}
 
 
+def measure_adversarial() -> dict:
+    """Every rule keyword repeated along one 200 KB line, then as 6,000 distinct lines.
+
+    Guards the bounded repetitions in rules.py: an unbounded ``.*`` after each
+    of thousands of keyword occurrences took 30 s here.
+    """
+    from gcm_checks.classify.rules import RULES
+
+    rng = random.Random(3)
+    kws = sorted({k for r in RULES for k in r.keywords})
+    worst = 0.0
+    for kw in kws:
+        line = (kw + " Ab.Cd: *** JOB 1 ON n Error: ") * (200_000 // (len(kw) + 30))
+        t0 = time.process_time()
+        classify(ClassifyInput(logs=[LogText("stdout", line)]))
+        worst = max(worst, time.process_time() - t0)
+    soup = "\n".join(f"{rng.choice(kws)} {rng.random()} {rng.choice(kws)} Error: {rng.choice(kws)}" for _ in range(6000))
+    t0 = time.process_time()
+    classify(ClassifyInput(logs=[LogText("stdout", soup)]))
+    return {"worst_single_line_s": round(worst, 3), "keyword_soup_s": round(time.process_time() - t0, 3)}
+
+
 @pytest.mark.bench
 @pytest.mark.skipif(os.environ.get("GCM_BENCH") != "1", reason="benchmarks run with GCM_BENCH=1")
 def test_classify_throughput() -> None:
@@ -108,3 +130,4 @@ def test_classify_throughput() -> None:
 if __name__ == "__main__":
     print(json.dumps(measure()))
     print(json.dumps(measure_worst()))
+    print(json.dumps(measure_adversarial()))
