@@ -242,3 +242,15 @@ def test_a_huge_single_line_is_judged_by_its_end() -> None:
     r = classify(_one(bar + "Fatal Python error: Segmentation fault\n"))
     assert r.category == "segfault_signal"
     assert len(r.evidence[0].text) <= 300
+
+
+def test_odd_inputs_are_classified_not_raised() -> None:
+    r = classify(ClassifyInput(logs=[LogText("b", b"KeyError: 1\n"), LogText("n", None)],  # type: ignore[arg-type]
+                               exit_code="1", signal=None, state=7, reason=3,  # type: ignore[arg-type]
+                               xids=["junk", {"xid": "x"}], dcgm_failures=[None], ib_problems=[5]))  # type: ignore[list-item]
+    assert r.category == "network_fabric" and r.rule == "node.ib"
+    r = classify(ClassifyInput(logs=[LogText("b", b"KeyError: 1\n")], exit_code="1"))  # type: ignore[arg-type]
+    assert r.category == "software_exception"
+    assert classify(ClassifyInput(state="OUT_OF_ME+", exit_code=0, signal=9)).category == "host_oom"
+    assert classify(ClassifyInput(state="JobState=TIMEOUT")).category == "timeout_walltime"
+    assert classify(ClassifyInput(logs=[LogText("e", "")], exit_code=None)).category == "unknown"

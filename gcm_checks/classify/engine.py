@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from gcm_checks.classify.model import ClassifyInput, Classification, Evidence, LogText
@@ -310,17 +310,25 @@ _REASON_RULES = {
     "node_fail": "NODE_FAIL",
     "preempted": "PREEMPTED",
     "outofmemory": "OUT_OF_MEMORY",
+    "nodefail": "NODE_FAIL",
 }
 # Signals a process dies of when it crashes by itself (not when it is killed).
 _CRASH_SIGNALS = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
 
 
+_KNOWN_STATES = ("BOOT_FAIL", "CANCELLED", "COMPLETED", "COMPLETING", "DEADLINE", "FAILED", "NODE_FAIL",
+                 "OUT_OF_MEMORY", "PREEMPTED", "REQUEUED", "RUNNING", "TIMEOUT")
+
+
 def _norm_state(state: Optional[str]) -> Optional[str]:
-    if not state:
+    if not state or not isinstance(state, str) or not state.strip():
         return None
-    # sacct prints "CANCELLED by 1234"; scontrol prints JobState=TIMEOUT.
-    s = state.strip().upper().split()[0]
-    return s.split("=", 1)[-1] if s else None
+    # sacct prints "CANCELLED by 1234" and, in narrow columns, "OUT_OF_ME+";
+    # scontrol prints JobState=TIMEOUT.
+    s = state.strip().upper().split()[0].split("=", 1)[-1].rstrip("+")
+    if s not in _KNOWN_STATES and len(s) >= 4:
+        s = next((k for k in _KNOWN_STATES if k.startswith(s)), s)
+    return s or None
 
 
 def _exit_says_success(inp: ClassifyInput) -> bool:
@@ -343,6 +351,8 @@ def structured_hits(inp: ClassifyInput) -> List[Hit]:
         hits.append(Hit(rule_id, category, rank, conf, -1, 0, Evidence(source, 0, sanitize(text)), says))
 
     for x in inp.xids:
+        if not isinstance(x, dict):
+            continue
         sev = str(x.get("severity", "")).lower()
         resp = str(x.get("responsibility", "")).lower()
         code = x.get("xid")
@@ -356,6 +366,8 @@ def structured_hits(inp: ClassifyInput) -> List[Hit]:
         elif sev == "warn":
             add("node.xid.warn", "gpu_hardware", 60, 0.5, "xid", line, _xid_says(x, hardware=True))
     for d in inp.dcgm_failures:
+        if not isinstance(d, dict):
+            continue
         text = f"GPU {d.get('gpu_index', '?')}: {d.get('test', '')}: {d.get('message', '')}".strip()
         add("node.dcgm", "gpu_hardware", 99, 0.93, "dcgm", text,
             f"DCGM found GPU {d.get('gpu_index', '?')} faulty ({d.get('test', 'diagnostic')})")
@@ -363,7 +375,7 @@ def structured_hits(inp: ClassifyInput) -> List[Hit]:
         add("node.ib", "network_fabric", 97, 0.85, "ib", str(p), f"the node's InfiniBand is unhealthy ({sanitize(str(p), 80)})")
 
     state = _norm_state(inp.state)
-    if state not in _STATE_RULES and inp.reason:
+    if state not in _STATE_RULES and isinstance(inp.reason, str) and inp.reason:
         state = _REASON_RULES.get(inp.reason.strip().lower().replace(" ", ""), state)
     if state in _STATE_RULES:
         rid, cat, rank, conf, says = _STATE_RULES[state]
@@ -415,10 +427,41 @@ def _hhmm(t: Any) -> str:
 # --------------------------------------------------------------------------- judging
 
 
+def _as_int(v: Any) -> Optional[int]:
+    if v is None or isinstance(v, bool):
+        return None
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _normalise(inp: ClassifyInput) -> ClassifyInput:
+    """Coerce what callers hand over ("3", None lists) into the documented types."""
+    return replace(
+        inp,
+        exit_code=_as_int(inp.exit_code),
+        signal=_as_int(inp.signal),
+        derived_exit_code=_as_int(inp.derived_exit_code),
+        state=inp.state if isinstance(inp.state, str) else None,
+        reason=inp.reason if isinstance(inp.reason, str) else None,
+        logs=list(inp.logs or []),
+        xids=list(inp.xids or []),
+        dcgm_failures=list(inp.dcgm_failures or []),
+        ib_problems=[str(p) for p in (inp.ib_problems or [])],
+    )
+
+
 def classify(inp: ClassifyInput) -> Classification:
     """One answer for one job: category, responsibility, confidence, rule, evidence, sentence."""
+    inp = _normalise(inp)
     hits: List[Hit] = []
     for i, log in enumerate(inp.logs):
+        if not isinstance(log.text, str):
+            # Pure and total: a caller's bytes or None is classified, not raised.
+            raw = log.text
+            text = raw.decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else str(raw or "")
+            log = LogText(str(log.source), text, log.first_line_no)
         text_hits = scan_text(log, i)
         _apply_text_order(text_hits)
         hits.extend(text_hits)
