@@ -1,5 +1,3 @@
-import sys
+from gcm_checks.cli import entry
 
-from gcm_checks.cli import main
-
-sys.exit(main())
+entry()

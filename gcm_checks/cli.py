@@ -79,15 +79,23 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    return finish(code)
+    return code
 
 
-def finish(code: int) -> int:
-    """Exit without waiting for abandoned calls (a wedged NVML thread)."""
+def entry() -> None:
+    """Console-script entry point: exit without waiting for abandoned calls.
+
+    A thread stuck in a wedged NVML call can never be joined, so the process
+    leaves with os._exit once output is flushed. Only here, never in main():
+    tests and other callers run main() in-process.
+    """
+    code = main()
     from gcm_checks.deadline import abandoned_calls
 
     if abandoned_calls():
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    return code
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+    sys.exit(code)
