@@ -36,6 +36,7 @@ class Context:
     job: Optional[Dict[str, Any]] = None
     dcgm_level: Optional[int] = None
     nvml_factory: Any = None  # test hook: () -> nvml object
+    dry_run: bool = False  # --dry-run: gatherers leave local state (scan marks, baselines) untouched
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _sysfs_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _gpu_facts: Any = field(default=None, repr=False)

@@ -97,10 +97,11 @@ def gather_xid(ctx: Any) -> XidFacts:
         esc = xscan.Escalation(state_dir, float(settings.get("xid.escalate_window_days", 30.0)))
         try:
             events = esc.apply(events, window[0] if window else None, now)
-            esc.record(events, now)
+            if not getattr(ctx, "dry_run", False):  # a dry run changes no state
+                esc.record(events, now)
         except OSError as e:
             cov.notes.append(f"XID history not updated: {e}")
-    if health and sim is None and window is not None:
+    if health and sim is None and window is not None and not getattr(ctx, "dry_run", False):
         try:
             xscan.write_last_scan(state_dir, window[1])
         except OSError as e:

@@ -169,7 +169,7 @@ def _run(args, settings, node, job_id, log, t0) -> int:
 
     env = os.environ
     budget = args.budget or settings.get("epilog.budget_s") or settings.get("budget_s")
-    ctx = runner.build_context(settings, sim=args.sim, budget_s=budget)
+    ctx = runner.build_context(settings, sim=args.sim, budget_s=budget, dry_run=bool(getattr(args, "dry_run", False)))
     ctx.started = t0
     exit_info = exit_info_from_env(env)
     show = _show_job(settings, job_id, log)

@@ -109,7 +109,7 @@ def _run(args, settings, node, job_id, log, t0) -> int:
     from gcm_checks import runner
     from gcm_checks.result import Status
 
-    ctx = runner.build_context(settings, sim=args.sim, budget_s=args.budget)
+    ctx = runner.build_context(settings, sim=args.sim, budget_s=args.budget, dry_run=bool(getattr(args, "dry_run", False)))
     ctx.started = t0  # the budget counts from process start, not from here
     if job_id:
         try:
