@@ -199,6 +199,13 @@ CASES = [
     ("data.missing", "data_input",
      "OSError: Unable to open file (unable to open file: name = '/data/feats.h5', errno = 2, error message = 'No such file or directory', flags = 0, o_flags = 0)"),
     ("cuda.error", "cuda_runtime", "RuntimeError: CUDA driver error: invalid argument"),
+    ("kernel.xid.hardware", "gpu_hardware", "gpu-a12: GPU 3 fell over with Xid 48, job 1234 lost"),
+    ("gpu.cuda_unknown_error", "gpu_hardware",
+     "|   3  NVIDIA H100 80GB HBM3          On  | 00000000:9B:00.0 Off |                  ERR! |"),
+    ("ib.retry_exceeded", "network_fabric",
+     "node7:23:23 [1] NCCL WARN Call to ibv_modify_qp failed with error Connection timed out"),
+    ("slurm.preemption", "preempted", "sky.exceptions: The spot cluster was preempted, relaunching"),
+    ("train.loss_nan", "numeric_divergence", "step 4400 | loss tensor(nan, device='cuda:0', grad_fn=<AddBackward0>)"),
 ]
 
 
@@ -235,6 +242,7 @@ HARMLESS = [
     "[W socket.cpp:464] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).",
     "node1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_3:1/IB ; OOB ib0:10.0.0.1<0>",
     "wandb: Network error (TransientError), entering retry loop.",
+    "submitit: Job has not been preempted, continuing",
     "node1:99:99 [0] NCCL INFO NET/Plugin: Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: cannot open shared object file: No such file or directory",
     "[INFO|trainer.py:1812] 2024-01-01 10:00:00,000 >> Caught OutOfMemoryError, retrying with a smaller batch",
     "Epoch 3: 100%|██████████| 500/500 [02:01<00:00, loss=0.213, v_num=7]",

@@ -218,7 +218,8 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
 
 def _judge_xid(line: str) -> Optional[Tuple[str, str, int, float, str]]:
     """A kernel XID line judged by NVIDIA's catalog (rule 4), as a hit."""
-    m = re.search(r"NVRM: Xid \([^)]*\):\s*(\d+)", line)
+    m = re.search(r"NVRM: Xid \([^)]*\):\s*(\d+)", line) or re.search(
+        r"\b[Xx][Ii][Dd](?:\s+[Ee]rror)?[\s:=]+(\d{1,3})\b", line)
     if m is None:
         return None
     code = int(m.group(1))

@@ -123,7 +123,7 @@ RULES: Tuple[Rule, ...] = (
     # (cuda_runtime: XID 13/31/43/45 are the job's own faults and never
     # hardware); info-level non-application codes are dropped.
     Rule("kernel.xid", "gpu_hardware", R_GPU_HW, 0.9,
-         ("xid",), r"NVRM: Xid \(",
+         ("xid",), r"NVRM: Xid \(|\b[Xx][Ii][Dd](?:\s+[Ee]rror)?[\s:=]+\d",
          "the driver logged a hardware XID", judge="xid"),
     Rule("gpu.ecc_uncorrectable", "gpu_hardware", R_GPU_HW, 0.93,
          ("ecc", "double bit", "dbe"),
@@ -135,9 +135,10 @@ RULES: Tuple[Rule, ...] = (
          r"|Unable to determine the device handle for GPU",
          "a GPU stopped responding"),
     Rule("gpu.cuda_unknown_error", "gpu_hardware", R_GPU_HW_WEAK, 0.6,
-         ("unknown error", "cudaerrorunknown", "system not yet initialized", "systemnotready", "communicate with the nvidia driver"),
+         ("unknown error", "cudaerrorunknown", "system not yet initialized", "systemnotready", "communicate with the nvidia driver",
+          "err!"),
          r"CUDA error: unknown error|cudaErrorUnknown|system not yet initialized|cudaErrorSystemNotReady"
-         r"|couldn't communicate with the NVIDIA driver",
+         r"|couldn't communicate with the NVIDIA driver|Cuda failure 'unknown error'|(?:^|\s)ERR!(?=\s|$)",
          "CUDA reported 'unknown error', which is what a GPU dropping out looks like from the job"),
     Rule("gpu.row_remap", "gpu_hardware", R_NUMERIC - 6, 0.5,
          ("row remap",), r"Row Remapper|[Rr]ow remapping (?:failure|pending)",
@@ -152,8 +153,8 @@ RULES: Tuple[Rule, ...] = (
          "the job ran out of wall time", terminal=True, warnings_ok=True),
     Rule("slurm.preemption", "preempted", R_SCHED, 0.97,
          ("preempt", "interruption"),
-         r"DUE TO PREEMPTION|this job is preempted|\bjob (?:was |has been )?preempted\b|\binstance was preempted\b"
-         r"|spot (?:instance )?interruption",
+         r"DUE TO PREEMPTION|this job is preempted|\bjob (?:was |has been )?preempted\b"
+         r"|(?<!not )\b(?:was|been|got|being) preempted\b|JobState=PREEMPTED|spot (?:instance )?interruption",
          "the scheduler preempted the job", terminal=True, warnings_ok=True, flags=re.IGNORECASE),
     Rule("tpu.lame_workers", "preempted", R_SCHED - 5, 0.6,
          ("lame workers",), r"lame workers found",
@@ -185,10 +186,10 @@ RULES: Tuple[Rule, ...] = (
          ("got completion",), r"NET/IB\s*:\s*Got completion (?:from peer \S+ )?with (?:error|status=)\s*\d+",
          "InfiniBand transfers failed between nodes", warnings_ok=True),
     Rule("ib.retry_exceeded", "network_fabric", R_NET, 0.85,
-         ("retry", "catastrophic", "ibv_poll_cq", "completion with error", "link down", "cable unplugged",
+         ("retry", "catastrophic", "ibv_poll_cq", "completion with error", "call to ibv_", "link down", "cable unplugged",
           "lost carrier"),
          r"IBV_WC_(?:RNR_)?RETRY_EXC_ERR|transport retry count(?:er)? exceeded|local catastrophic error|ibv_poll_cq error"
-         r"|got completion with error|mlx5_core\b.{0,400}\b(?:link down|cable unplugged)|\bib\d+: (?:link down|lost carrier)",
+         r"|got completion with error|Call to ibv_\w+ failed|mlx5_core\b.{0,400}\b(?:link down|cable unplugged)|\bib\d+: (?:link down|lost carrier)",
          "InfiniBand transfers failed between nodes", warnings_ok=True, flags=re.IGNORECASE),
     Rule("efa.error", "network_fabric", R_NET - 4, 0.65,
          ("net/ofi",), r"NET/OFI.{0,400}\b(?:error|failed)\b",
@@ -249,7 +250,7 @@ RULES: Tuple[Rule, ...] = (
     # ---- numeric divergence ----------------------------------------------------------
     Rule("train.loss_nan", "numeric_divergence", R_NUMERIC, 0.85,
          ("nan", "inf", "non-finite", "floatingpointerror", "scale anymore", "loss scale reached", "invalid loss"),
-         r"(?:loss|Loss|LOSS|norm|Norm)['\"]?\s*[:=]\s*[+-]?(?:nan|NaN|NAN|inf|Inf|INF)\b"
+         r"(?:loss|Loss|LOSS|norm|Norm)['\"]?\s*[:=]?\s*(?:tensor\()?[+-]?(?:nan|NaN|NAN|inf|Inf|INF)\b"
          r"|(?:[Ll]oss|norm) (?:is|became|became infinite or) (?:nan|NaN|NAN|inf|Inf)\b|FloatingPointError"
          r"|(?:NaN|nan|Inf|inf) (?:detected|encountered) in (?:loss|grad)|(?i:found (?:nan|inf) in (?:loss|grad))"
          r"|NaN or Inf found in input tensor|non-finite (?:loss|gradient|value)|is non-finite"
