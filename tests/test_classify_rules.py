@@ -257,3 +257,12 @@ HARMLESS = [
 def test_harmless_line_matches_nothing(line: str) -> None:
     r = classify(ClassifyInput(logs=[LogText("stdout", PROGRESS + "\n" + line)]))
     assert r.rule == "fallback.no_error_seen", (r.rule, r.evidence)
+
+
+@pytest.mark.parametrize("line", [
+    "LOG:  automatic vacuum to prevent wraparound of table: xid 1234 frozen",
+    "txn xid=77 committed",  # a catalog code, but warn-level: not clear-cut
+])
+def test_bare_xid_mentions_outside_the_catalog_or_unclear_are_ignored(line: str) -> None:
+    r = classify(ClassifyInput(logs=[LogText("stdout", line)]))
+    assert r.category == "success" and r.rule == "fallback.no_error_seen"

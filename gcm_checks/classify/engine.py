@@ -218,16 +218,22 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
 
 def _judge_xid(line: str) -> Optional[Tuple[str, str, int, float, str]]:
     """A kernel XID line judged by NVIDIA's catalog (rule 4), as a hit."""
-    m = re.search(r"NVRM: Xid \([^)]*\):\s*(\d+)", line) or re.search(
-        r"\b[Xx][Ii][Dd](?:\s+[Ee]rror)?[\s:=]+(\d{1,3})\b", line)
+    m = re.search(r"NVRM: Xid \([^)]*\):\s*(\d+)", line)
+    # A bare "Xid 79" (a person's or a tool's note) counts only for codes in the
+    # catalog and only when clear-cut; "xid 1234" may be a database's.
+    bare = m is None
+    if bare:
+        m = re.search(r"\b[Xx][Ii][Dd](?:\s+[Ee]rror)?[\s:=]+(\d{1,3})\b", line)
     if m is None:
         return None
     code = int(m.group(1))
     try:
-        from gcm_checks.xid.catalog import assess
+        from gcm_checks.xid.catalog import CATALOG, assess
         from gcm_checks.xid.parse import parse_xid
 
-        parsed = parse_xid(line)
+        if bare and code not in CATALOG:
+            return None
+        parsed = None if bare else parse_xid(line)
         a = assess(parsed.xid if parsed else code, dict(parsed.decoded) if parsed else None)
         sev, resp, name = a.severity, a.responsibility, a.name
     except ImportError:  # pragma: no cover - the xid package ships with us
@@ -242,7 +248,7 @@ def _judge_xid(line: str) -> Optional[Tuple[str, str, int, float, str]]:
                 f"the driver logged {what}, a fault in the job's own GPU code")
     if sev == "fail":
         return ("kernel.xid.hardware", "gpu_hardware", 94, 0.9, f"the driver logged {what}")
-    if sev == "warn":
+    if sev == "warn" and not bare:
         return ("kernel.xid.warn", "gpu_hardware", 60, 0.5, f"the driver logged {what}")
     return None
 
