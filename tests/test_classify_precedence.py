@@ -175,7 +175,7 @@ def test_evidence_is_sanitised_and_bounded() -> None:
     nasty = "RuntimeError: CUDA error: an illegal memory access \x1b[31m$(reboot)\x07" + "A" * 5000
     r = classify(_one(nasty))
     text = r.evidence[0].text
-    assert "\x1b" not in text and "\x07" not in text
+    assert "\x1b" not in text and "\x07" not in text and "[31m" not in text
     assert len(text) <= 300
     assert len(r.sentence) < 600
 

@@ -23,6 +23,7 @@ MAX_LINE_CHARS = 8192
 EVIDENCE_CHARS = 300
 MAX_EVIDENCE = 5
 _KERNEL_SOURCES = ("kernel", "dmesg", "syslog", "journal")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")  # colour codes from rich/tqdm/loguru
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
 
 
@@ -54,7 +55,7 @@ class Hit:
     rank: int
     confidence: float
     source_idx: int  # index of the text; structured evidence uses -1
-    pos: int  # character offset inside the scanned text
+    pos: int  # line index (last occurrence) inside the scanned text; 0 for structured hits
     evidence: Evidence
     says: str
     first_pos: int = 0  # first occurrence of the same line (text hits)
@@ -69,7 +70,7 @@ def sanitize(text: str, limit: int = EVIDENCE_CHARS) -> str:
 
     Renderers still escape for their medium; this only removes what no medium wants.
     """
-    text = _CONTROL.sub(" ", text.replace("\t", " ")).strip()
+    text = _CONTROL.sub(" ", _ANSI.sub("", text).replace("\t", " ")).strip()
     if len(text) > limit:
         text = text[: limit - 3] + "..."
     return text
