@@ -1,5 +1,8 @@
 """Small node-local state files (atomic JSON) under ``state_dir``.
 
+One atomic-write helper for every piece of local state (job start times, XID
+history and scan marks, IB counter baselines, drain records, run status).
+
 The prolog records each job's start time here: Slurm 22.05 gives the epilog
 no start time, and the epilog's XID window begins there.
 """
@@ -8,20 +11,31 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Union
+
+PathLike = Union[str, "os.PathLike[str]"]
 
 
-def write_json_atomic(path: Path, data: Dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
+def write_json_atomic(path: PathLike, data: Any, *, fsync: bool = True, mode: int = 0o644, **dump_kw: Any) -> None:
+    """Write JSON to a temp file beside ``path`` and rename it into place.
+
+    A crash leaves the old file or the new one, never half of either.
+    ``fsync=False`` for state whose loss is harmless (it costs a disk flush
+    on the prolog path). No tempfile import: this runs before every job.
+    """
+    path = os.fspath(path)
+    d = os.path.dirname(path) or "."
+    os.makedirs(d, mode=0o755, exist_ok=True)
+    tmp = os.path.join(d, f".{os.path.basename(path)}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-            f.flush()
-            os.fsync(f.fileno())
+            json.dump(data, f, **dump_kw)
+            if fsync:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -31,7 +45,8 @@ def write_json_atomic(path: Path, data: Dict[str, Any]) -> None:
         raise
 
 
-def read_json(path: Path) -> Optional[Dict[str, Any]]:
+def read_json(path: PathLike) -> Optional[Dict[str, Any]]:
+    """The JSON object at ``path``, or None if missing, unreadable or corrupt."""
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
@@ -40,25 +55,26 @@ def read_json(path: Path) -> Optional[Dict[str, Any]]:
         return None
 
 
-def _job_path(state_dir: Path, job_id: str, node: str) -> Path:
+def _job_path(state_dir: PathLike, job_id: str, node: str) -> Path:
     safe = "".join(c for c in f"{job_id}.{node}" if c.isalnum() or c in "._-")
     return Path(state_dir) / "jobs" / f"{safe}.json"
 
 
-def record_job_start(state_dir: Path, job_id: str, node: str, when: Optional[float] = None) -> Path:
+def record_job_start(state_dir: PathLike, job_id: str, node: str, when: Optional[float] = None) -> Path:
     p = _job_path(state_dir, job_id, node)
-    write_json_atomic(p, {"job_id": job_id, "node": node, "start": time.time() if when is None else when})
+    # No fsync: if a crash loses it, the epilog falls back to slurmctld's StartTime.
+    write_json_atomic(p, {"job_id": job_id, "node": node, "start": time.time() if when is None else when}, fsync=False)
     return p
 
 
-def job_start(state_dir: Path, job_id: str, node: str) -> Optional[float]:
+def job_start(state_dir: PathLike, job_id: str, node: str) -> Optional[float]:
     data = read_json(_job_path(state_dir, job_id, node))
     if data and isinstance(data.get("start"), (int, float)):
         return float(data["start"])
     return None
 
 
-def forget_job(state_dir: Path, job_id: str, node: str) -> None:
+def forget_job(state_dir: PathLike, job_id: str, node: str) -> None:
     try:
         _job_path(state_dir, job_id, node).unlink()
     except OSError:

@@ -19,8 +19,6 @@ What is expected comes from ``infiniband:`` in the config:
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,19 +85,12 @@ def load_baseline(path: Path) -> Tuple[Optional[Dict[str, Dict[str, int]]], Opti
 
 def save_baseline(path: Path, snapshot: Any) -> None:
     """Atomically replace the counters file: a crash mid-write leaves the old one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from gcm_checks.state import write_json_atomic
+
     data = {"version": 1, "taken_at": time.time(), "ports": {p.key: dict(p.counters) for p in snapshot.ports}}
-    fd, tmp = tempfile.mkstemp(prefix=".ib_counters.", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    # No fsync: losing a baseline only delays growth detection by one run,
+    # and this runs in every prolog.
+    write_json_atomic(path, data, fsync=False)
 
 
 @gatherer("ib")

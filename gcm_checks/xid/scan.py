@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from dataclasses import dataclass, replace
 from datetime import tzinfo
@@ -124,21 +123,9 @@ def _read_json(path: str) -> dict:
 
 
 def _write_json(path: str, data: dict) -> None:
-    d = os.path.dirname(path) or "."
-    os.makedirs(d, mode=0o755, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".xid.", dir=d)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from gcm_checks.state import write_json_atomic
+
+    write_json_atomic(path, data, sort_keys=True)
 
 
 def read_last_scan(state_dir: str) -> Optional[float]:
