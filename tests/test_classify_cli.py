@@ -62,6 +62,7 @@ def test_symlinked_log_is_refused(tmp_path) -> None:
 def test_usage_errors() -> None:
     assert gcm().returncode == 2
     assert gcm("--exit-code", "banana").returncode == 2
+    assert gcm("--log", str(FIX / "megatron_timeout.out"), "--max-bytes", "-5").returncode == 2
 
 
 def test_batch_one_line_out_per_line_in() -> None:

@@ -48,6 +48,9 @@ def _single(args: argparse.Namespace) -> int:
         print("gcm-checks classify: give --log, --state, --exit-code or --kernel-log (or --batch/--evaluate)",
               file=sys.stderr)
         return 2
+    if args.max_bytes is not None and args.max_bytes <= 0:
+        print("gcm-checks classify: --max-bytes must be positive", file=sys.stderr)
+        return 2
     max_bytes = args.max_bytes or DEFAULT_MAX_BYTES
     logs: List[LogText] = []
     paths = [(p, p) for p in args.log] + ([(args.kernel_log, "kernel:" + args.kernel_log)] if args.kernel_log else [])
