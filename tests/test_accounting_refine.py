@@ -4,7 +4,6 @@ notifications held/updated/released, never mailed twice."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -292,3 +291,40 @@ def test_refine_report_is_pure_and_keeps_the_old_answer():
     assert new["outcome"] == {"failed": True, "job_failed": True, "state": "TIMEOUT"}
     same, none = refine.refine_report(new, rec, cls, now=T_END + 1)
     assert none is None and same["classification"]["refined_from"] == "success"
+
+
+def test_requeued_runs_report_keyed_like_the_next_run_is_matched_by_time(tmp_path):
+    # Real 22.05 behaviour (tests/test_accounting_slurm.py): the epilog of a run
+    # ended by `scontrol requeue` already sees SLURM_JOB_RESTART_COUNT=1, so
+    # run 0's report lands under "6.1". Its end time says which run it is.
+    s = settings_for(tmp_path)
+    recs = {r.key: r for r in group_rows(ROWS)}
+    job = JobInfo(job_id="6", user="root", uid=0, nodes=("node2",), exit_status="0:0", state="COMPLETING",
+                  restart_count=1, end=recs["6"].end + 0.4)
+    log = "first run\nslurmstepd-node2: error: *** JOB 6 ON node2 CANCELLED AT 2026-11-30T01:55:52 DUE TO JOB REQUEUE ***\n"
+    report = build_report(job, {}, classification={"category": "cancelled_user", "rule": "slurm.cancelled"},
+                          logs=[{"name": "stdout", "path": "/x", "size": 1, "shown_bytes": 1, "truncated": False,
+                                 "text": log, "note": ""}], now=T_END)
+    write_report(report, s)
+    summary = refine.refine_pass(s, now=T_END + 60, fetch=CountingFetch(ROWS), deliver=False)
+    got = stored(s, "6.1")
+    assert got["accounting"]["run"]["key"] == "6" and got["accounting"]["run"]["state"] == "REQUEUED"
+    assert got["classification"]["category"] == "preempted"
+    assert {"key": "6", "from": "cancelled_user", "to": "preempted"} in summary.refined
+    assert "6.1" in summary.no_report  # run 1's own report is missing; it is not confused with run 0's
+
+
+@pytest.mark.parametrize("report_end,run,expected", [
+    (None, "6", True),  # no time: trusted by key
+    (0.4, "6", True),
+    (0.4, "6.1", False),  # ended 37 s before run 1 ended
+    (37.5, "6.1", True),
+    (37.5, "6", False),  # run 1 ended after run 0 and before this report: it is run 1's
+    (-30.0, "6", False),  # written before the run ended
+])
+def test_report_belongs_to(report_end, run, expected):
+    recs = {r.key: r for r in group_rows(ROWS)}
+    base = recs["6"].end
+    rep = {"job": {"end": None if report_end is None else base + report_end}}
+    siblings = [r.end for k, r in recs.items() if k.startswith("6") and k != run]
+    assert refine.report_belongs_to(rep, recs[run], siblings) is expected

@@ -179,7 +179,7 @@ def explain(
 ) -> Dict[str, Any]:
     """Everything ``gcm-checks why`` prints. Never raises for a missing source."""
     from gcm_checks.accounting.judge import classify_run, node_inputs, report_logs
-    from gcm_checks.accounting.refine import load_report
+    from gcm_checks.accounting.refine import find_report
     from gcm_checks.classify.taxonomy import CATEGORIES
 
     job_id = str(job_id).strip()
@@ -217,7 +217,8 @@ def explain(
 
         record = replace(record, reason=sc["Reason"])
 
-    report, report_path = load_report(settings, record.key) if settings is not None else (None, "")
+    siblings = [r.end for r in records if r.end is not None and r.end != record.end and not r.placeholder]
+    report, report_path = find_report(settings, record, siblings) if settings is not None else (None, "")
     if report is None and settings is not None:
         report = _spool_report(settings, record.key)
     sources["report"] = report_path if report is not None and report_path else "none"
@@ -357,7 +358,7 @@ def failure_trends(
     from gcm_checks.accounting import trends
     from gcm_checks.accounting.judge import classify_run
     from gcm_checks.accounting.records import ended_between
-    from gcm_checks.accounting.refine import load_report
+    from gcm_checks.accounting.refine import find_report
     from gcm_checks.hostlist import expand
 
     acc = AccountingSettings.coerce(settings)
@@ -365,11 +366,17 @@ def failure_trends(
         def fetch(**kw: Any) -> List[Dict[str, str]]:
             return slurm.sacct_rows(sacct=acc.sacct, timeout=acc.timeout_s, **kw)
     rows = fetch(since=since, until=until, partition=partition)
+    records = group_rows(rows)
+    ends: Dict[str, List[float]] = {}
+    for r in records:
+        if r.end is not None and not r.placeholder:
+            ends.setdefault(r.job_id, []).append(r.end)
     runs = []
-    for rec in ended_between(group_rows(rows), since, until):
+    for rec in ended_between(records, since, until):
         if rec.placeholder:
             continue
-        report = load_report(settings, rec.key)[0] if settings is not None else None
+        siblings = [e for e in ends.get(rec.job_id, []) if e != rec.end]
+        report = find_report(settings, rec, siblings)[0] if settings is not None else None
         c = trends.classify_for_trends(rec, report, classify_run)
         try:
             nodes = expand(rec.nodes) if rec.nodes else []

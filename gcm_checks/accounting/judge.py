@@ -94,10 +94,11 @@ def classify_run(
     if record.state == "TIMEOUT" and record.elapsed_s is not None and record.timelimit_s:
         extra.append(Evidence("sacct", 0, f"ran {fmt_duration(record.elapsed_s)} of a {fmt_duration(record.timelimit_s)} limit"))
 
-    if record.requeued and cls.category in ("unknown", "success"):
+    if record.requeued and cls.category in ("unknown", "success", "cancelled_user"):
         # 22.05 shows a run that was requeued (scontrol requeue, preemption
         # with PreemptMode=REQUEUE, --requeue after a node failure) as
-        # REQUEUED with exit 0:0. The scheduler ended it, not the job.
+        # REQUEUED with exit 0:0, and its log ends with "CANCELLED AT ... DUE
+        # TO JOB REQUEUE": the scheduler ended it, not the job or a user.
         cat = CATEGORIES["preempted"]
         again = f"; it ran again as run {record.run + 2} of {record.runs}" if record.runs > record.run + 1 else ""
         cls = replace(

@@ -30,7 +30,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from gcm_checks.accounting.settings import AccountingSettings, state_file_of
 
@@ -301,6 +301,45 @@ def load_report(settings: Any, key: str) -> Tuple[Optional[Dict[str, Any]], str]
         return None, path
 
 
+# A report is written by the epilog, after the run ended and after the
+# epilog's own checks (DCGM can take minutes): it belongs to the last run of
+# the job that ended before it was written, within this lag.
+EPILOG_LAG_S = 900.0
+
+
+def report_belongs_to(report: Mapping[str, Any], rec: Any, sibling_ends: Sequence[float] = ()) -> bool:
+    """Does this report describe this run? Keys alone are not enough: in
+    Slurm 22.05 the epilog of a run ended by ``scontrol requeue`` already sees
+    SLURM_JOB_RESTART_COUNT incremented, so run 0's report is keyed like run 1.
+    Reports without an end time are trusted by key (older writers)."""
+    end = (report.get("job") or {}).get("end")
+    if end is None or rec.end is None:
+        return True
+    end = float(end)
+    if not (rec.end - 5.0 <= end <= rec.end + EPILOG_LAG_S):
+        return False
+    # A later run that also ended before the report was written owns it.
+    return not any(rec.end < e <= end + 5.0 for e in sibling_ends)
+
+
+def find_report(settings: Any, rec: Any, sibling_ends: Sequence[float] = ()) -> Tuple[Optional[Dict[str, Any]], str]:
+    """The stored report of this run: by its key, else by time among the
+    job's other run keys (see report_belongs_to)."""
+    keys = [rec.key] + [k for k in [rec.job_id] + [f"{rec.job_id}.{i}" for i in range(1, max(rec.runs, rec.run + 1) + 1)]
+                        if k != rec.key]
+    for i, key in enumerate(keys):
+        report, path = load_report(settings, key)
+        if report is None:
+            continue
+        if (report.get("job") or {}).get("end") is None:
+            if i == 0:
+                return report, path  # no time to check: trust the key, and only the key
+            continue
+        if report_belongs_to(report, rec, sibling_ends):
+            return report, path
+    return None, ""
+
+
 def refine_pass(
     settings: Any,
     *,
@@ -368,7 +407,12 @@ def _refine_rows(settings: Any, acc: AccountingSettings, st: Dict[str, Any], row
     waiting: Dict[str, Any] = dict(st.get("waiting") or {})
     deferred: Dict[str, Any] = dict(st.get("deferred") or {})
     refined: Dict[str, float] = {k: float(v) for k, v in (st.get("refined") or {}).items()}
-    for rec in ended_between(group_rows(rows), since, until):
+    records = group_rows(rows)
+    ends: Dict[str, List[float]] = {}
+    for r in records:
+        if r.end is not None and not r.placeholder:
+            ends.setdefault(r.job_id, []).append(r.end)
+    for rec in ended_between(records, since, until):
         summary.runs_seen += 1
         key = rec.key
         if rec.placeholder or (rec.end is not None and until - rec.end < acc.settle_s):
@@ -379,18 +423,20 @@ def _refine_rows(settings: Any, acc: AccountingSettings, st: Dict[str, Any], row
         deferred.pop(key, None)
         if key in refined:
             continue
-        if _refine_one(settings, rec, now, summary):
+        siblings = [e for e in ends.get(rec.job_id, []) if e != rec.end]
+        if _refine_one(settings, rec, now, summary, siblings=siblings):
             refined[key] = now
             waiting.pop(key, None)
         elif key not in waiting:
-            waiting[key] = {"seen": now, "record": rec.to_dict()}
+            waiting[key] = {"seen": now, "record": rec.to_dict(), "siblings": siblings}
     # Runs whose report was not there yet (a multi-node report is assembled
     # up to report.gather_timeout_s later): retried from the stored record,
     # no new sacct call, for report_wait_s.
     for key, info in list(waiting.items()):
         if key in summary.no_report:
             continue  # looked for a moment ago
-        if _refine_one(settings, JobRecord.from_dict(info["record"]), now, summary, retry=True):
+        if _refine_one(settings, JobRecord.from_dict(info["record"]), now, summary, retry=True,
+                       siblings=info.get("siblings") or ()):
             refined[key] = now
             waiting.pop(key)
         elif now - float(info.get("seen", now)) >= acc.report_wait_s:
@@ -401,13 +447,14 @@ def _refine_rows(settings: Any, acc: AccountingSettings, st: Dict[str, Any], row
     st["waiting"] = waiting
 
 
-def _refine_one(settings: Any, rec: Any, now: float, summary: PassSummary, retry: bool = False) -> bool:
+def _refine_one(settings: Any, rec: Any, now: float, summary: PassSummary, retry: bool = False,
+                siblings: Sequence[float] = ()) -> bool:
     """Refine one run's stored report. False when there is no report (yet)."""
     from gcm_checks.accounting.judge import classify_run, node_inputs, report_logs
     from gcm_checks.report import write_report
 
     key = rec.key
-    report, _path = load_report(settings, key)
+    report, _path = find_report(settings, rec, siblings)
     if report is None:
         if not retry:
             summary.no_report.append(key)
