@@ -1,0 +1,83 @@
+"""gcm-run under the real Slurm 22.05 test cluster: progress in ``squeue``.
+
+Every assertion reads Slurm's own view (``squeue -o %k``, ``scontrol show
+job``), never gcm-run's files alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slurm
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _script(log: str, steps: int, per_step_s: float, extra: str = "") -> str:
+    child = (f"import time\nfor i in range(1, {steps + 1}):\n"
+             f"    print(f'step {{i}}/{steps} loss={{1.0 / i:.3f}}', flush=True)\n    time.sleep({per_step_s})\n")
+    return (
+        "#!/bin/bash\n"
+        f"export PYTHONPATH={REPO}\n"
+        "export GCM_RUN_COMMENT_INTERVAL=1\n"
+        f"export GCM_RUN_INDEX={os.path.dirname(log)}/index\n"
+        f"exec {sys.executable} -m gcm_checks.run_cli --log {log} {extra} -- {sys.executable} -c '{child}'\n"
+    )
+
+
+def _squeue_comment(cluster, job_id: str) -> str:
+    out = cluster._cmd("squeue", "-h", "-j", str(job_id), "-o", "%.10i %.9T %.60k", check=False).stdout
+    parts = out.split(None, 2)
+    return parts[2].strip() if len(parts) == 3 else ""
+
+
+def test_job_comment_shows_progress_in_squeue(clean_cluster, tmp_path):
+    c = clean_cluster
+    log = os.path.join(c.jobdir, f"gcm-run-{time.monotonic_ns()}.log")
+    job = c.sbatch(_script(log, steps=40, per_step_s=0.25), job_name="gcmrun")
+    c.wait_job(job, {"RUNNING"}, timeout=60)
+    seen = []
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        text = _squeue_comment(c, job)
+        if text and (not seen or seen[-1] != text):
+            seen.append(text)
+        if len([s for s in seen if s.startswith("gcm: ") and "step" in s]) >= 2:
+            break
+        if c.job_state(job) not in ("RUNNING", "PENDING", "CONFIGURING"):
+            break
+        time.sleep(0.3)
+    progress = [s for s in seen if s.startswith("gcm: ") and "/40" in s]
+    assert len(progress) >= 2, f"squeue comments seen: {seen}"  # it moves while the job runs
+    assert "%" in progress[0] and "loss" in progress[0]
+    info = c.wait_job(job, {"COMPLETED", "FAILED"}, timeout=90)
+    assert info["JobState"] == "COMPLETED"
+    # The final comment says how it ended, and Slurm keeps it.
+    assert c.job(job).get("Comment", "").startswith("gcm: done 100% step 40/40")
+    rep = json.loads(Path(log + ".report.json").read_text())
+    assert rep["exit"]["code"] == 0 and rep["comment"]["enabled"] is True
+    assert rep["comment"]["sent"] >= 2
+
+
+def test_scancel_is_forwarded_and_exit_is_143(clean_cluster, tmp_path):
+    c = clean_cluster
+    log = os.path.join(c.jobdir, f"gcm-run-{time.monotonic_ns()}.log")
+    job = c.sbatch(_script(log, steps=1000, per_step_s=0.1), job_name="gcmcancel")
+    c.wait_job(job, {"RUNNING"}, timeout=60)
+    end = time.monotonic() + 30
+    while time.monotonic() < end and not (os.path.exists(log) and "step 3/" in Path(log).read_text()):
+        time.sleep(0.2)
+    c._cmd("scancel", "--signal=TERM", "--batch", str(job))
+    end = time.monotonic() + 60
+    while time.monotonic() < end and not os.path.exists(log + ".report.json"):
+        time.sleep(0.2)
+    rep = json.loads(Path(log + ".report.json").read_text())
+    assert rep["exit"]["signal"] == "SIGTERM"
+    assert rep["exit"]["code"] == 143
+    assert [s["signal"] for s in rep["signals_forwarded"]] == ["SIGTERM"]
