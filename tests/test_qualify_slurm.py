@@ -31,6 +31,7 @@ def _qualify_job(c, node: str, scenario: str, results_dir: str, level: str = "st
 
 
 def _cleanup(c, node: str) -> None:
+    c.write_gcm_config()  # back to the base config for the tests that follow
     c.scontrol("update", f"nodename={node}", "AvailableFeatures=", "ActiveFeatures=", check=False)
     for p in glob.glob(os.path.join(c.state_dir, f"slurm-*.{node}.json")):
         os.unlink(p)
