@@ -222,9 +222,7 @@ def _step(row: Mapping[str, str]) -> StepRecord:
     )
 
 
-def _job(row: Mapping[str, str], run: int, utc: bool) -> Dict[str, Any]:
-    from gcm_checks.slurm import is_placeholder_row
-
+def _job(row: Mapping[str, str], run: int, utc: bool, is_placeholder_row: Any) -> Dict[str, Any]:
     code, sig = parse_exit(row.get("ExitCode", ""))
     dcode, dsig = parse_exit(row.get("DerivedExitCode", ""))
     nodes = row.get("NodeList", "")
@@ -257,6 +255,8 @@ def _job(row: Mapping[str, str], run: int, utc: bool) -> Dict[str, Any]:
 
 def group_rows(rows: Iterable[Mapping[str, str]], *, utc: bool = False) -> List[JobRecord]:
     """Job rows and their step rows -> one JobRecord per run, in sacct's order."""
+    from gcm_checks.slurm import is_placeholder_row
+
     building: List[Dict[str, Any]] = []
     latest: Dict[str, Dict[str, Any]] = {}  # job id -> its latest run, for steps
     seen_runs: Dict[str, int] = {}
@@ -271,7 +271,7 @@ def group_rows(rows: Iterable[Mapping[str, str]], *, utc: bool = False) -> List[
             continue
         run = seen_runs.get(jid, 0)
         seen_runs[jid] = run + 1
-        rec = _job(row, run, utc)
+        rec = _job(row, run, utc, is_placeholder_row)
         building.append(rec)
         latest[jid] = rec
     out = []
