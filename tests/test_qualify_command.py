@@ -349,3 +349,52 @@ def test_cupy_adapter_times_gemm_and_copy_on_its_device(monkeypatch):
     assert set(out) == {"gemm_tflops", "mem_bw_gbps"} and all(v > 0 for v in out.values())
     assert calls[0] == ("device", 6) and calls.count("matmul") == 13 and calls.count("copy") == 10
     assert calls[-1] == "freed"
+
+
+class _Ctx:
+    """What probe.measure needs from a runner Context, on real (not simulated) hardware."""
+
+    def __init__(self, settings, gpus):
+        from gcm_checks.gather.nvml import GpuFacts, GpuSnapshot
+
+        self.settings = settings
+        self.sim = None
+        self._facts = GpuFacts(count=len(gpus), gpus=tuple(GpuSnapshot(i, f"00000000:{i:02X}:00.0", n) for i, n in enumerate(gpus)))
+
+    def gpu_facts(self):
+        return self._facts
+
+    def remaining(self):
+        return 30.0
+
+
+@pytest.mark.parametrize("probe_pref, gpus, problem", [
+    ("none", ["NVIDIA H100 80GB HBM3"], "performance probe disabled"),
+    ("torch", ["NVIDIA H100 80GB HBM3"], "torch is not importable"),
+    ("cupy", ["NVIDIA H100 80GB HBM3"], "cupy is not importable"),
+    ("auto", [], "NVML lists no GPUs"),
+])
+def test_measure_on_real_hardware_says_why_it_could_not(monkeypatch, probe_pref, gpus, problem):
+    from gcm_checks.qualify import probe
+
+    monkeypatch.setattr(probe, "importable", lambda m: False)
+    facts = probe.measure(_Ctx(resolve({"qualify": {"probe": probe_pref}}, "n"), gpus), 1.0)
+    assert problem in (facts.problem or "")
+
+
+def test_measure_auto_falls_back_to_dcgm_with_our_thresholds(monkeypatch, tmp_path):
+    from gcm_checks.qualify import probe
+
+    seen = {}
+    monkeypatch.setattr(probe, "importable", lambda m: False)
+    monkeypatch.setattr(probe, "probe_dcgm", lambda gpus, thresholds, dcgmi, timeout: seen.update(t=thresholds, n=len(gpus)) or _empty_dcgm_facts())
+    settings = resolve({"qualify": {"fraction": 0.9, "baselines": {"H200": {"gemm_tflops": 800}}}}, "n")
+    probe.measure(_Ctx(settings, ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]), 1.0)
+    # The lowest expected figure on the node times the fraction (a mixed node is judged leniently).
+    assert seen["n"] == 2 and seen["t"] == {"gemm_tflops": pytest.approx(740 * 0.9), "mem_bw_gbps": pytest.approx(3000 * 0.9)}
+
+
+def _empty_dcgm_facts():  # noqa: N802 - reads as a constructor in the lambda above
+    from gcm_checks.qualify.probe import PerfFacts
+
+    return PerfFacts("dcgm")
