@@ -394,7 +394,7 @@ def test_measure_auto_falls_back_to_dcgm_with_our_thresholds(monkeypatch, tmp_pa
     assert seen["n"] == 2 and seen["t"] == {"gemm_tflops": pytest.approx(740 * 0.9), "mem_bw_gbps": pytest.approx(3000 * 0.9)}
 
 
-def _empty_dcgm_facts():  # noqa: N802 - reads as a constructor in the lambda above
+def _empty_dcgm_facts():
     from gcm_checks.qualify.probe import PerfFacts
 
     return PerfFacts("dcgm")
