@@ -569,7 +569,7 @@ class DrainOutcome:
 
 @dataclass(frozen=True)
 class ResumeOutcome:
-    # resumed | not_drained | kept_foreign | error | not_ours_locally
+    # resumed | not_drained | kept_foreign | error | reason_changed | not_passed
     action: str
     detail: str = ""
     previous_reason: Optional[str] = None
@@ -598,6 +598,9 @@ def apply_drain(
     REQUEST_UPDATE_NODE. A foreign drain (reason not starting ``gcm:``) is kept
     as it is and our finding is only logged: an admin's maintenance reason
     is worth more than ours, and it keeps the node out of service anyway.
+    Slurm has no compare-and-set for node updates, so an admin drain landing
+    between our read and our update (milliseconds) would be replaced; the
+    admin's ``scontrol`` wins again if repeated.
     """
     reason = reason if reason.startswith(GCM_PREFIX) else f"{GCM_PREFIX} {reason}"
     reason = sanitize_reason(reason)
