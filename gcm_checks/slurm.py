@@ -693,6 +693,13 @@ def apply_resume(
     return ResumeOutcome("resumed", "", info.reason)
 
 
+# Drains by these checks are never lifted automatically. They judge events
+# (an XID in the kernel log, a diagnostic run at job end), not a state that a
+# later run can re-measure: "no new XID since the last scan" passes right after
+# the drain and says nothing about whether the GPU was repaired.
+NO_AUTO_RESUME = ("xid.", "dcgm.")
+
+
 def resume_if_passed(
     backend: SlurmBackend,
     node: str,
@@ -711,7 +718,10 @@ def resume_if_passed(
     if rec is None:
         return None
     check = rec.get("check") or ""
-    if check and check not in passed_checks:
+    if not check or check.startswith(NO_AUTO_RESUME):
+        _log(log, "info", f"slurm: {node} stays drained: {check or 'an unrecorded check'} is not re-measurable; resume by hand")
+        return ResumeOutcome("not_passed", check, rec.get("reason"))
+    if check not in passed_checks:
         _log(log, "info", f"slurm: {node} stays drained: {check} did not run or did not pass")
         return ResumeOutcome("not_passed", check, rec.get("reason"))
     return apply_resume(backend, node, state_dir=state_dir, log=log, expect_reason=rec.get("reason"))

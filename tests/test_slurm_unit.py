@@ -402,3 +402,12 @@ def test_pyslurm_backend_hang_is_a_slurm_error(monkeypatch):
     be = slurm.PyslurmBackend(timeout_s=0.2)
     with pytest.raises(SlurmError, match="no answer"):
         be.resume("n1")
+
+
+@pytest.mark.parametrize("check", ["xid.hardware", "dcgm.diag", ""])
+def test_event_drains_are_never_auto_resumed(tmp_path, check):
+    be = MemoryBackend({"n1": NodeInfo("n1", "IDLE")})
+    slurm.apply_drain(be, "n1", "gcm: xid.hardware: GPU 1: XID 48", state_dir=str(tmp_path), check=check)
+    out = slurm.resume_if_passed(be, "n1", [check, "gpu.count"], state_dir=str(tmp_path))
+    assert out is not None and out.action == "not_passed"
+    assert be.nodes["n1"].drained
