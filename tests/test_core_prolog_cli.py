@@ -131,3 +131,15 @@ def test_prolog_d_script_runs_without_path(cfg, tmp_path):
 def test_unknown_scenario_is_a_usage_error_not_a_drain(cfg):
     p = gcm("prolog", "--config", str(cfg), "--sim", "no-such-scenario")
     assert p.returncode == 0 and "unknown scenario" in p.stderr
+
+
+def test_prolog_writes_prometheus_textfile_but_never_waits_on_otlp(cfg, tmp_path):
+    prom = tmp_path / "prom"
+    # an OTLP endpoint nobody listens on: the prolog must not even try it
+    cfg.write_text(cfg.read_text() + f"telemetry: {{prometheus_textfile_dir: {prom}, otlp_endpoint: 'http://127.0.0.1:9'}}\n")
+    p = gcm("prolog", "--config", str(cfg), "--sim", "gpu-lost", "--dry-run")
+    assert p.returncode == 1
+    text = "".join(f.read_text() for f in prom.glob("*.prom"))
+    assert "gcm_check_status" in text and 'check="gpu.responsive"' in text
+    log = (tmp_path / "log" / "gcm.jsonl").read_text()
+    assert "otlp" not in log

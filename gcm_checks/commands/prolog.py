@@ -137,13 +137,19 @@ def _run(args, settings, node, job_id, log, t0) -> int:
 
 def _telemetry(results: List[Any], settings: Any, node: str, job_id: Optional[str], mode: str, action: Optional[str],
                log: Any, xids: Any = None) -> None:
-    """Metrics sinks (Prometheus textfile, OTLP) when configured; never a verdict."""
-    if not (settings.get("telemetry.prometheus_textfile_dir") or settings.get("telemetry.otlp_endpoint")):
+    """Metrics sinks (Prometheus textfile, OTLP) when configured; never a verdict.
+
+    The prolog writes only the local textfile: it must not wait on a network
+    collector (or import the OpenTelemetry SDK) before every job.
+    """
+    sinks = ("prometheus",) if mode == "prolog" else ("prometheus", "otlp")
+    if not any(settings.get(k) for k, s in (("telemetry.prometheus_textfile_dir", "prometheus"),
+                                             ("telemetry.otlp_endpoint", "otlp")) if s in sinks):
         return
     try:
         from gcm_checks import telemetry
 
         telemetry.export(results, settings, mode=mode, node=node, job_id=job_id, xids=xids,
-                         drained=bool(action and action in ("drained", "already")), log=log)
+                         drained=bool(action and action in ("drained", "already")), log=log, sinks=sinks)
     except Exception as e:  # noqa: BLE001 - a sink never changes the verdict (rule 6)
         log.warning("telemetry_failed", error=f"{type(e).__name__}: {e}")

@@ -29,12 +29,15 @@ def export(
     drained: Optional[bool] = None,
     when: Optional[float] = None,
     log: Any = None,
+    sinks: Optional[Iterable[str]] = None,
 ) -> Dict[str, str]:
-    """Send one run to every configured sink. Returns {sink: "ok" | error}; never raises."""
+    """Send one run to every configured sink (or only those named in
+    ``sinks``: "prometheus", "otlp"). Returns {sink: "ok" | error}; never raises."""
     outcome: Dict[str, str] = {}
     try:
-        textfile_dir = settings.get("telemetry.prometheus_textfile_dir")
-        endpoint = settings.get("telemetry.otlp_endpoint")
+        allowed = set(sinks) if sinks is not None else {"prometheus", "otlp"}
+        textfile_dir = settings.get("telemetry.prometheus_textfile_dir") if "prometheus" in allowed else None
+        endpoint = settings.get("telemetry.otlp_endpoint") if "otlp" in allowed else None
         if not textfile_dir and not endpoint:
             return outcome
         from gcm_checks.telemetry.model import build
