@@ -109,6 +109,16 @@ def _report(settings, key):
         return None
 
 
+def _dbd_job_queries(c):
+    """slurmdbd's own count of job queries (DBD_GET_JOBS_COND, `sacctmgr show stats`)."""
+    import re
+
+    res = proc_run(["/usr/bin/sacctmgr", "show", "stats"], timeout=30, env=c.env)
+    assert res.ok, res.describe()
+    m = re.search(r"DBD_GET_JOBS_COND\s+\(\s*\d+\)\s+count:(\d+)", res.stdout)
+    return int(m.group(1)) if m else 0
+
+
 def _reports_of(settings, job_id):
     """key -> report for every stored report of this job (any run)."""
     rdir = settings["report"]["report_dir"]
@@ -149,7 +159,10 @@ def test_one_pass_refines_every_kind_of_job_end(ended):
 
     # slurmdbd shows a placeholder row for ~1 s after a job ends; settle_s is 2 s.
     time.sleep(3.0)
+    dbd_before = _dbd_job_queries(c)
     summary = refine_pass(settings, fetch=fetch, deliver=False)
+    # slurmdbd saw exactly one job query for the whole pass.
+    assert _dbd_job_queries(c) == dbd_before + 1
     assert summary.ran and summary.errors == [], summary.to_dict()
     assert len(calls) == 1, calls  # one sacct call for all seven runs
     argv = calls[0]
@@ -179,8 +192,10 @@ def test_one_pass_refines_every_kind_of_job_end(ended):
     ev = " ".join(e["text"] for e in got["multistep"]["classification"]["evidence"])
     assert "FAILED exit 5:0" in ev
     # Called again at once (EpilogSlurmctld per job end): no second sacct call.
-    again = refine_pass(settings, fetch=fetch, deliver=False)
-    assert not again.ran and len(calls) == 1
+    for _ in range(5):
+        again = refine_pass(settings, fetch=fetch, deliver=False)
+        assert not again.ran and len(calls) == 1
+    assert _dbd_job_queries(c) == dbd_before + 1
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
