@@ -191,3 +191,10 @@ def test_log_paths(d, expected):
 def test_record_from_scontrol():
     r = record_from_scontrol(scontrol_job("5", "CANCELLED", "/x/5.out", Restarts="2", UserId="alice(1001)"))
     assert (r.key, r.state, r.uid, r.user, r.timelimit_s) == ("5.2", "CANCELLED", 1001, "alice", 60)
+
+
+@pytest.mark.parametrize("job_id", ["-S", "12;rm -rf /", "", "12.batch", "abc"])
+def test_why_refuses_what_is_not_a_job_id(tmp_path, job_id):
+    called = []
+    doc = explain(job_id, settings(tmp_path), sacct_job=lambda j: called.append(j) or [], show_job=lambda j: called.append(j) or {})
+    assert doc["found"] is False and called == []

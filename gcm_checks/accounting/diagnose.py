@@ -16,6 +16,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from gcm_checks.accounting.records import JobRecord, fmt_duration, group_rows, parse_exit, parse_time
 from gcm_checks.accounting.settings import AccountingSettings
 
+_JOB_ID = re.compile(r"^\d+(?:_\d+)?(?:\+\d+)?$")
+
 # Injectable edges (tests use fakes; defaults call gcm_checks.slurm).
 SacctJob = Callable[[str], List[Dict[str, str]]]
 ShowJob = Callable[[str], Dict[str, str]]
@@ -183,6 +185,10 @@ def explain(
     from gcm_checks.classify.taxonomy import CATEGORIES
 
     job_id = str(job_id).strip()
+    if not _JOB_ID.match(job_id):
+        # It ends up in sacct's and scontrol's argv: ids only, never options.
+        return {"job_id": job_id[:40], "found": False, "sources": {},
+                "notes": ["not a Slurm job id (expected 1234, 1234_5 or 1234+1)"]}
     sources: Dict[str, Any] = {}
     notes: List[str] = []
     records: List[JobRecord] = []
