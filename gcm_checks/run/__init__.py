@@ -15,5 +15,6 @@ Modules, one concern each:
 - ``launcher``  spawn, output pump, signal forwarding, exit status
 - ``finish``    classification, report and notification at exit
 
-Keep this module free of imports: ``gcm-checks jobs`` imports only ``status``.
+Keep this module free of imports: ``gcm-checks jobs`` needs only ``status``
+(and ``watch`` for durations), never the launcher.
 """

@@ -38,7 +38,7 @@ EXIT_SETUP = 2  # could not create the log or run record: nothing launched
 EXIT_NOT_EXECUTABLE = 126
 EXIT_NOT_FOUND = 127
 
-READ_SIZE = 1 << 18
+READ_SIZE = 1 << 16  # larger reads cost an mmap/munmap each (malloc threshold)
 # After a small read from a pipe, wait this long before the next one so that
 # a child printing line by line is read in batches: at 10,000 lines/s that is
 # ~100 reads/s instead of 10,000, which keeps the pump under 3% of a core.

@@ -465,6 +465,7 @@ class ChunkScanner:
         self.tracker = tracker
         self.max_partial = max_partial
         self.max_lines = max_lines
+        self.tail_window = 16384
         self._partial = b""
 
     def feed(self, data: bytes, mono: float, wall: float) -> None:
@@ -488,6 +489,13 @@ class ChunkScanner:
         if not _candidate(low):
             return
         every = (b"nan" in low or b"inf" in low) and _BAD_LOSS.search(low) is not None
+        if not every and len(complete) > self.tail_window:
+            # Only the latest state matters: split just the end of a big
+            # chunk (a flood of output must not cost a split of every line).
+            cut = len(complete) - self.tail_window
+            nl = complete.find(b"\n", cut)
+            if nl > 0:
+                complete, low = complete[nl + 1:], low[nl + 1:]
         lines = complete.replace(b"\r", b"\n").split(b"\n")
         lows = low.replace(b"\r", b"\n").split(b"\n")
         found_step = found_loss = False
@@ -511,6 +519,9 @@ class ChunkScanner:
                 found_loss = found_loss or ev.loss is not None
                 if found_step and found_loss:
                     break
+                # The other half (a loss for this step, or the step for this
+                # loss) is on a nearby line or not in this chunk at all.
+                budget = min(budget, 8)
         for ev in reversed(picked):  # oldest first
             self.tracker.observe(ev, mono, wall)
 
