@@ -121,6 +121,22 @@ def test_eval_bar_with_smaller_total_does_not_move_progress():
     assert (tr.snap.step, tr.snap.total) == (400, 1000)
 
 
+def test_a_finished_bar_gives_way_to_the_next_one():
+    tr = Tracker()
+    feed(tr, [(0.0, ProgressEvent("tqdm", step=5000, total=5000)),  # tokenising the dataset: done
+              (1.0, ProgressEvent("tqdm", step=10, total=1000))])  # training starts
+    assert (tr.snap.step, tr.snap.total) == (10, 1000)
+
+
+@pytest.mark.parametrize("line", [
+    "model.safetensors: 100%|██████████| 4.50G/4.50G [00:30<00:00, 150MB/s]",
+    "Downloading data:  40%|████      | 400k/1.00M [00:01<00:01, 400kB/s]",
+    "copy:  40%|####      | 400/1000 [00:01<00:01, 400B/s]",
+])
+def test_download_bars_are_not_training_progress(line):
+    assert parse_line(line) is None
+
+
 def test_higher_ranked_source_takes_over():
     tr = Tracker()
     feed(tr, [(0.0, ProgressEvent("tqdm", step=3, total=8)),

@@ -145,8 +145,16 @@ def _rate(value: Optional[str], unit: Optional[str]) -> Optional[float]:
     return v
 
 
+def _byte_unit(unit: Optional[str]) -> bool:
+    # Download and copy bars ("4.50G/4.50G [00:30<00:00, 150MB/s]") are not
+    # training progress, and their huge totals would hide the real bar.
+    return bool(unit) and ("B/" in unit or unit.endswith("/B") or "b/s" in unit)
+
+
 def parse_tqdm(line: str) -> Optional[ProgressEvent]:
     m = _TQDM.search(line)
+    if m and _byte_unit(m.group("unit")):
+        return None
     if m:
         postfix = m.group("postfix") or ""
         lm = _POSTFIX_LOSS.search(postfix)
@@ -387,6 +395,10 @@ class Tracker:
             return True
         cur_src, cur_total = self._key
         if ev.source == cur_src:
+            if cur_total and self._prev_done is not None and self._prev_done >= cur_total:
+                # The bar we followed has finished (a preprocessing pass, a
+                # previous epoch's bar): the next one is the news.
+                return True
             # Same kind of bar with a smaller total is an eval bar: ignore it.
             return ev.total is None or cur_total is None or ev.total >= cur_total
         return _RANK.get(ev.source, 0) > _RANK.get(cur_src, 0)
