@@ -46,6 +46,8 @@ CASES = [
      "submitit WARNING (2024-01-01 10:00:00,000) - Caught signal SIGUSR2 on node9: this job is timed-out."),
     ("slurm.preemption", "preempted",
      "slurmstepd: error: *** JOB 4242 ON gpu-e1 CANCELLED AT 2024-06-06T06:06:06 DUE TO PREEMPTION ***"),
+    ("slurm.preemption", "preempted",
+     "slurmstepd: error: *** JOB 3 ON node2 CANCELLED AT 2026-11-30T02:20:11 DUE TO JOB REQUEUE ***"),
     ("tpu.lame_workers", "preempted",
      "INFO:tensorflow:ShutdownHook: lame workers found: HeartbeatManager(/job:worker/replica:0/task:0/device:CPU:0)"),
     ("slurm.oom_kill", "host_oom",

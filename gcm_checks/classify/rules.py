@@ -152,8 +152,10 @@ RULES: Tuple[Rule, ...] = (
          ("timed out", "timed-out"), r"this job is timed-out|\bJob has timed out\b",
          "the job ran out of wall time", terminal=True, warnings_ok=True),
     Rule("slurm.preemption", "preempted", R_SCHED, 0.97,
-         ("preempt", "interruption"),
-         r"DUE TO PREEMPTION|this job is preempted|\bjob (?:was |has been )?preempted\b"
+         # A requeue (preemption with requeue, `scontrol requeue`) ends this run
+         # for the scheduler's reasons, not the user's: same category.
+         ("preempt", "interruption", "requeue"),
+         r"DUE TO PREEMPTION|DUE TO JOB REQUEUE|this job is preempted|\bjob (?:was |has been )?preempted\b"
          r"|(?<!not )\b(?:was|been|got|being) preempted\b|JobState=PREEMPTED|spot (?:instance )?interruption",
          "the scheduler preempted the job", terminal=True, warnings_ok=True, flags=re.IGNORECASE),
     Rule("tpu.lame_workers", "preempted", R_SCHED - 5, 0.6,
@@ -272,7 +274,7 @@ RULES: Tuple[Rule, ...] = (
          ("terminating",), r"\bTerminating (?:StepId=|job step )\S+",
          "srun stopped the step because a task failed"),
     Rule("slurm.cancelled", "cancelled_user", R_CANCEL, 0.85,
-         ("cancelled at",), r"\*\*\*\s*(?:JOB|STEP)\b[^*\n]*?\bCANCELLED AT\b(?![^*\n]*\bDUE TO (?:TIME|PREEMPTION|NODE|JOB NOT))[^*\n]*\*\*\*",
+         ("cancelled at",), r"\*\*\*\s*(?:JOB|STEP)\b[^*\n]*?\bCANCELLED AT\b(?![^*\n]*\bDUE TO (?:TIME|PREEMPTION|NODE|JOB NOT|JOB REQUEUE))[^*\n]*\*\*\*",
          "the job was cancelled (scancel)", terminal=True, unless_after="srun.terminating"),
     Rule("srun.interrupt", "cancelled_user", R_CANCEL, 0.75,
          ("srun: interrupt", "sending ctrl-c"), r"srun: interrupt \(one more within|srun: sending Ctrl-C to",
