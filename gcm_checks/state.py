@@ -60,18 +60,28 @@ def _job_path(state_dir: PathLike, job_id: str, node: str) -> Path:
     return Path(state_dir) / "jobs" / f"{safe}.json"
 
 
-def record_job_start(state_dir: PathLike, job_id: str, node: str, when: Optional[float] = None) -> Path:
+def record_job_start(state_dir: PathLike, job_id: str, node: str, when: Optional[float] = None,
+                     restart_count: Optional[int] = None) -> Path:
+    """What the epilog needs from job start: the time (its XID window) and the
+    restart count (a run ended by a requeue already sees the next count in its
+    epilog environment, so the report key must come from here)."""
     p = _job_path(state_dir, job_id, node)
+    data: Dict[str, Any] = {"job_id": job_id, "node": node, "start": time.time() if when is None else when}
+    if restart_count is not None:
+        data["restart_count"] = int(restart_count)
     # No fsync: if a crash loses it, the epilog falls back to slurmctld's StartTime.
-    write_json_atomic(p, {"job_id": job_id, "node": node, "start": time.time() if when is None else when}, fsync=False)
+    write_json_atomic(p, data, fsync=False)
     return p
 
 
+def job_record(state_dir: PathLike, job_id: str, node: str) -> Dict[str, Any]:
+    """The prolog's record for this job on this node ({} when there is none)."""
+    return read_json(_job_path(state_dir, job_id, node)) or {}
+
+
 def job_start(state_dir: PathLike, job_id: str, node: str) -> Optional[float]:
-    data = read_json(_job_path(state_dir, job_id, node))
-    if data and isinstance(data.get("start"), (int, float)):
-        return float(data["start"])
-    return None
+    start = job_record(state_dir, job_id, node).get("start")
+    return float(start) if isinstance(start, (int, float)) else None
 
 
 def forget_job(state_dir: PathLike, job_id: str, node: str) -> None:

@@ -127,3 +127,17 @@ def test_report_failure_never_changes_the_exit_status(cfg, tmp_path):
     p = epilog(c, "--sim", "gpu-lost")
     doc = json.loads(p.stdout)
     assert p.returncode == 0 and doc["verdict"] == "fail" and doc["report"].get("error")
+
+
+def test_report_key_uses_the_prologs_restart_count(cfg, tmp_path):
+    # A run ended by `scontrol requeue` sees SLURM_JOB_RESTART_COUNT=1 in its
+    # epilog already; its report must still be filed under run 0.
+    d = tmp_path / "state" / "jobs"
+    d.mkdir(parents=True)
+    (d / "55.node1.json").write_text(json.dumps({"job_id": "55", "node": "node1", "start": time.time() - 10,
+                                                 "restart_count": 0}))
+    c = cfg("gpu: {count: 8}\n")
+    p = epilog(c, "--sim", "healthy", job="55", env={"SLURM_JOB_RESTART_COUNT": "1"})
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "reports" / "55" / "report.json").exists()
+    assert not (tmp_path / "reports" / "55.1").exists()

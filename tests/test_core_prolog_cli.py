@@ -106,12 +106,14 @@ def test_report_only_logs_the_decision_and_exits_zero(cfg, tmp_path):
 
 
 def test_log_is_json_lines_and_records_job_start(cfg, tmp_path):
-    p = gcm("prolog", "--config", str(cfg), "--sim", "healthy", env={"SLURM_JOB_ID": "4242", "SLURMD_NODENAME": "node1"})
+    p = gcm("prolog", "--config", str(cfg), "--sim", "healthy",
+            env={"SLURM_JOB_ID": "4242", "SLURMD_NODENAME": "node1", "SLURM_JOB_RESTART_COUNT": "2"})
     assert p.returncode == 0, p.stderr
     lines = [json.loads(x) for x in (tmp_path / "log" / "gcm.jsonl").read_text().splitlines()]
     assert lines[-1]["event"] == "done" and lines[-1]["verdict"] == "pass" and lines[-1]["job_id"] == "4242"
     start = json.loads((tmp_path / "state" / "jobs" / "4242.node1.json").read_text())
     assert abs(start["start"] - time.time()) < 120
+    assert start["restart_count"] == 2  # names this run's report in the epilog
     assert p.stderr.startswith("gcm-checks prolog node1: PASS")
 
 

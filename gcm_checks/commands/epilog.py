@@ -201,7 +201,10 @@ def _run(args, settings, node, job_id, log, t0) -> int:
     _write_local_evidence(ctx, job_id, node, evidence, log)
     report = None
     if job_id and settings.get("epilog.report") and not getattr(args, "no_report", False):
-        report = _report(settings, node, job_id, show, exit_info, evidence, log)
+        from gcm_checks.state import job_record
+
+        restarts = job_record(Path(ctx.state_dir), job_id, node).get("restart_count")
+        report = _report(settings, node, job_id, show, exit_info, evidence, log, restarts)
     _telemetry(results, settings, node, job_id, "epilog", action, log, xids=evidence["xids"])
     if job_id:
         from gcm_checks.state import forget_job
@@ -223,11 +226,15 @@ def _write_local_evidence(ctx: Any, job_id: Optional[str], node: str, evidence: 
 
 
 def _report(settings: Any, node: str, job_id: str, show: Mapping[str, str], exit_info: Mapping[str, Any],
-            evidence: Dict[str, Any], log: Any) -> Optional[Dict[str, Any]]:
+            evidence: Dict[str, Any], log: Any, restart_count: Optional[int] = None) -> Optional[Dict[str, Any]]:
     try:
         from gcm_checks.report import JobInfo, assemble_and_notify
 
         overrides: Dict[str, Any] = {"end": time.time()}
+        if restart_count is not None:
+            # The prolog's count names this run: a run ended by a requeue
+            # already sees the next count in its epilog environment.
+            overrides["restart_count"] = int(restart_count)
         if show.get("JobName"):
             overrides["name"] = show["JobName"]
         if show.get("JobState"):

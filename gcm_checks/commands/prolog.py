@@ -116,7 +116,9 @@ def _run(args, settings, node, job_id, log, t0) -> int:
             from gcm_checks.state import record_job_start
 
             # Slurm 22.05 gives the epilog no start time: its XID window starts here.
-            record_job_start(Path(ctx.state_dir), job_id, node)
+            restarts = os.environ.get("SLURM_JOB_RESTART_COUNT", "")
+            record_job_start(Path(ctx.state_dir), job_id, node,
+                             restart_count=int(restarts) if restarts.isdigit() else None)
         except OSError as e:
             log.warning("job_start_not_recorded", error=str(e))
     results, v, fail = run_checks(args, "prolog", ctx, log)
