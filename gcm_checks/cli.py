@@ -31,6 +31,7 @@ COMMANDS = {
     "qualify": ("gcm_checks.commands.qualify", "qualify this node before production"),
     "fleet": ("gcm_checks.commands.fleet", "fleet report: stragglers across qualification results"),
     "why": ("gcm_checks.commands.why", "why did job N fail?"),
+    "refine": ("gcm_checks.commands.refine", "batched sacct refinement of job reports (<= 1 sacct call per interval)"),
     "failures": ("gcm_checks.commands.failures", "failure trends by category and node"),
 }
 

@@ -123,7 +123,7 @@ SCHEMA: Dict[str, Any] = {
     # Batched sacct refinement, why, failures (gcm_checks.accounting, docs/accounting.md).
     "accounting": {
         "interval_s": Key("float", 300.0, "At most one sacct call per this many seconds for the whole cluster, however many jobs ended.", minimum=1),
-        "notify_wait_s": Key("float", 120.0, "Hold a job's notification this long for refinement; 0 = send at once.", minimum=0),
+        "notify_wait_s": Key("float", 0.0, "Hold a job's notification this long for refinement; 0 = send at once. Set it (e.g. 120) only where a refinement pass runs.", minimum=0),
         "sacct": Key("str", None, "Absolute path to sacct; null = search standard locations (Slurm scripts have no PATH).", nullable=True),
         "timeout_s": Key("float", 30.0, "Deadline for one sacct call.", minimum=0.1),
         "designated_node": Key("str", None, "Health mode refines only on this node; null = health mode never refines (use EpilogSlurmctld or a timer).", nullable=True),

@@ -10,7 +10,7 @@ from typing import Any, Mapping, Optional
 @dataclass(frozen=True)
 class AccountingSettings:
     interval_s: float = 300.0  # at most one sacct call per interval, however many jobs ended
-    notify_wait_s: float = 120.0  # hold a job's notification this long for refinement
+    notify_wait_s: float = 0.0  # hold a job's notification this long for refinement (only where a pass runs)
     sacct: Optional[str] = None  # absolute path; None = search standard places (no PATH in Slurm scripts)
     timeout_s: float = 30.0  # deadline of the one sacct call
     designated_node: Optional[str] = None  # health mode refines only on this node; None = wherever run

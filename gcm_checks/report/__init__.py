@@ -173,7 +173,14 @@ def assemble_and_notify(
 
         ns = notify.NotifySettings.coerce(settings)
         out["queued"] = notify.enqueue_report(done.report, job, settings)
-        keys = [k for k, v in out["queued"].items() if v == "queued"]
+        # Where a refinement pass runs (accounting.notify_wait_s > 0), the
+        # first delivery waits for sacct's final word on the job.
+        from gcm_checks.accounting import hold_notifications
+
+        held = set(hold_notifications(settings, job.key))
+        if held:
+            out["held_for_refinement"] = sorted(held)
+        keys = [k for k, v in out["queued"].items() if v == "queued" and k not in held]
         mode = handoff or ns.handoff
         left = budget_s - (time.monotonic() - start)
         if not keys or mode == "queue":

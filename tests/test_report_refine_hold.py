@@ -1,0 +1,36 @@
+"""Where a refinement pass runs (accounting.notify_wait_s > 0), the epilog's
+report call holds the first delivery instead of sending it; with the default
+(0) nothing waits on a pass that may not exist."""
+
+import time
+
+from gcm_checks import report
+from gcm_checks.accounting.refine import job_items
+from test_notify_delivery import CLS, EVIDENCE, make_job
+
+
+def settings(base, wait):
+    return {
+        "report": {"spool_dir": f"{base}/spool", "report_dir": f"{base}/reports", "outbox_dir": f"{base}/outbox"},
+        # a webhook nobody listens on: an attempt would fail and count
+        "notify": {"channels": [{"name": "hook", "type": "webhook", "url": "http://127.0.0.1:9/x", "timeout_s": 1}],
+                   "handoff": "inline", "budget_s": 5.0, "policy": {"default": "always"}},
+        "accounting": {"notify_wait_s": wait},
+    }
+
+
+def test_held_for_refinement(tmp_path):
+    s = settings(str(tmp_path), 120.0)
+    t0 = time.time()
+    out = report.assemble_and_notify(make_job(str(tmp_path)), s, node="node1", budget_s=5, evidence=EVIDENCE, classification=CLS)
+    assert out.get("held_for_refinement"), out
+    [item] = job_items(s, "501", "pending")
+    assert item["attempts"] == 0 and item["next_attempt_at"] >= t0 + 119
+
+
+def test_default_sends_at_once(tmp_path):
+    s = settings(str(tmp_path), 0.0)
+    out = report.assemble_and_notify(make_job(str(tmp_path)), s, node="node1", budget_s=5, evidence=EVIDENCE, classification=CLS)
+    assert not out.get("held_for_refinement")
+    [item] = job_items(s, "501", "pending")
+    assert item["attempts"] == 1  # tried now (and failed: nobody listens), will retry with backoff
