@@ -7,7 +7,9 @@ get ``SLURM_CONF``, so a ``gcm-checks.yaml`` beside slurm.conf is found):
 2. ``$GCM_CHECKS_CONFIG``
 3. ``dirname($SLURM_CONF)/gcm-checks.yaml``
 4. ``/etc/gcm-checks/config.yaml``
-5. built-in defaults (``configs/default.yaml`` documents every key)
+5. ``/etc/slurm/gcm-checks.yaml`` (slurmd gives HealthCheckProgram no
+   ``SLURM_CONF``: this keeps health mode on the prolog's config)
+6. built-in defaults (``configs/default.yaml`` documents every key)
 
 ``nodes:`` sections override keys for nodes matching a Slurm hostlist
 expression (``gpu[001-128]``), a glob, or ``re:<regex>``; later sections win.
@@ -275,7 +277,7 @@ def find_config(explicit: Optional[str] = None, env: Optional[Dict[str, str]] = 
     candidates = []
     if env.get("SLURM_CONF"):
         candidates.append(os.path.join(os.path.dirname(env["SLURM_CONF"]), "gcm-checks.yaml"))
-    candidates.append("/etc/gcm-checks/config.yaml")
+    candidates += ["/etc/gcm-checks/config.yaml", "/etc/slurm/gcm-checks.yaml"]
     for c in candidates:
         if os.path.isfile(c):
             return c

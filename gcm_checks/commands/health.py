@@ -44,28 +44,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    t0 = time.monotonic()
-    from gcm_checks.config import ConfigError
+    from gcm_checks.commands.prolog import guarded
 
+    return guarded(args, "health", lambda a, settings, node, _job, log, t0: _run(a, settings, node, log, t0))
+
+
+def housekeeping(settings: Any, node: str, log: Any) -> None:
+    """The periodic chores health mode carries, after the verdict and never
+    able to change it: retry undelivered notifications and assemble job
+    reports whose nodes never all reported (in a detached process, so a dead
+    mail relay cannot slow the health check), and - on the one designated
+    node only - the batched sacct refinement (docs/accounting.md)."""
     try:
-        from gcm_checks.commands._suite import load_settings
+        if settings.get("notify.channels"):
+            from gcm_checks import notify
 
-        settings = load_settings(args)
-    except ConfigError as e:
-        print(f"gcm-checks health: UNKNOWN - configuration error, no checks run: {e}", file=sys.stderr)
-        return 0
-    from gcm_checks.logs import close_log, open_log
-
-    node = settings.node
-    log = open_log(settings.get("log_path"), mode="health", node=node)
+            notify.spawn_flush(settings, budget_s=float(settings.get("notify.budget_s", 30.0) or 30.0), node=node)
+    except Exception as e:  # noqa: BLE001 - rule 6
+        log.warning("notify_flush_failed", error=f"{type(e).__name__}: {e}")
     try:
-        return _run(args, settings, node, log, t0)
-    except Exception as e:  # noqa: BLE001 - our bug: report, never drain
-        log.exception("internal_error", error=str(e))
-        print(f"gcm-checks health {node}: UNKNOWN - internal error: {type(e).__name__}: {e}", file=sys.stderr)
-        return 0
-    finally:
-        close_log()
+        from gcm_checks.accounting import maybe_refine
+
+        out = maybe_refine(settings, node)
+        if out is not None:
+            log.info("refine", result=str(out)[:500])
+    except Exception as e:  # noqa: BLE001
+        log.warning("refine_failed", error=f"{type(e).__name__}: {e}")
 
 
 def health_features(results: List[Any]) -> Optional[List[str]]:
@@ -125,7 +129,7 @@ def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float
     from gcm_checks.commands._suite import emit_json, render_table, result_rows, summary_line
     from gcm_checks.result import Status, verdict
 
-    ctx = runner.build_context(settings, sim=args.sim, budget_s=args.budget)
+    ctx = runner.build_context(settings, sim=args.sim, budget_s=args.budget, dry_run=bool(getattr(args, "dry_run", False)))
     ctx.started = t0
     log.info("start", sim=ctx.sim.get("name") if ctx.sim else None, budget_s=ctx.budget_s, config=settings.source)
     try:
@@ -142,6 +146,12 @@ def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float
     actions = decide_and_apply(backend, node, results, state_dir=str(ctx.state_dir), log=log,
                                resume_on_pass=resume, verify_features=args.reapply)
     log.info("done", verdict=v.value, duration_s=round(time.monotonic() - t0, 4), actions=actions)
+    if not getattr(args, "dry_run", False):
+        housekeeping(settings, node, log)
+    from gcm_checks.commands.prolog import _telemetry
+
+    _telemetry(results, settings, node, None, "health", None, log,
+               xids=[e.to_dict() for e in getattr(ctx.facts.get("xid"), "events", ())])
     action_text = ", ".join(f"{k}: {a['action']}" for k, a in actions.items()) or None
     if args.json:
         emit_json({"verdict": v.value, "node": node, "actions": actions, "results": result_rows(results)})
