@@ -20,14 +20,19 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _script(log: str, steps: int, per_step_s: float, extra: str = "") -> str:
-    child = (f"import time\nfor i in range(1, {steps + 1}):\n"
-             f"    print(f'step {{i}}/{steps} loss={{1.0 / i:.3f}}', flush=True)\n    time.sleep({per_step_s})\n")
+    child = log + ".train.py"
+    Path(child).write_text(
+        "import time\n"
+        f"for i in range(1, {steps + 1}):\n"
+        f"    print(f'step {{i}}/{steps} loss={{1.0 / i:.3f}}', flush=True)\n"
+        f"    time.sleep({per_step_s})\n"
+    )
     return (
         "#!/bin/bash\n"
         f"export PYTHONPATH={REPO}\n"
         "export GCM_RUN_COMMENT_INTERVAL=1\n"
         f"export GCM_RUN_INDEX={os.path.dirname(log)}/index\n"
-        f"exec {sys.executable} -m gcm_checks.run_cli --log {log} {extra} -- {sys.executable} -c '{child}'\n"
+        f"exec {sys.executable} -m gcm_checks.run_cli --log {log} {extra} -- {sys.executable} {child}\n"
     )
 
 
@@ -62,7 +67,8 @@ def test_job_comment_shows_progress_in_squeue(clean_cluster, tmp_path):
     assert c.job(job).get("Comment", "").startswith("gcm: done 100% step 40/40")
     rep = json.loads(Path(log + ".report.json").read_text())
     assert rep["exit"]["code"] == 0 and rep["comment"]["enabled"] is True
-    assert rep["comment"]["sent"] >= 2
+    final = json.loads(Path(log + ".status.json").read_text())
+    assert final["comment"]["sent"] >= 3 and final["comment"]["last_error"] is None
 
 
 def test_scancel_is_forwarded_and_exit_is_143(clean_cluster, tmp_path):

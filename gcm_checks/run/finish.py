@@ -110,12 +110,12 @@ def finish_run(w: "Wrapper") -> None:
     except OSError as e:
         report_ok = False
         w.state.status_error = f"report not written: {e.strerror or e}"
-    # The status file is the live view; leave it in its final state too.
-    w._write_status("exited")
     if w._poster is not None:
         code = w.state.exit_code
         word = "done" if code == 0 else (f"killed {report['exit'].get('signal')}" if w.state.signal else f"exit {code}")
         w._poster.final(format_comment(w.tracker.snap, state=word))
+    # The status file is the live view; leave it in its final state too.
+    w._write_status("exited")
     policy = w.opts.notify_policy
     if should_notify(policy, run_failed(report)):
         result = deliver(w, report, kind="exit", report_file=rpath if report_ok else None)

@@ -41,13 +41,13 @@ EXIT_NOT_FOUND = 127
 READ_SIZE = 1 << 16  # larger reads cost an mmap/munmap each (malloc threshold)
 # After a small read from a pipe, wait this long before the next one so that
 # a child printing line by line is read in batches: at 10,000 lines/s that is
-# ~100 reads/s instead of 10,000, which keeps the pump under 3% of a core.
+# ~50 reads/s instead of 10,000, which keeps the pump under 3% of a core.
 # The first bytes after a quiet spell are still forwarded at once; only the
 # rest of a burst waits, by at most this much. Big reads never wait, and the
 # pipe is enlarged (PIPE_SIZE) so the child never blocks while we wait: the
 # wrapper must not slow down a program that prints a lot. Ptys are never
 # waited on: their buffer is a few KiB, and a person is watching.
-COALESCE_S = 0.01
+COALESCE_S = 0.02
 COALESCE_BELOW = 1 << 14
 PIPE_SIZE = 1 << 20
 DRAIN_AFTER_EXIT_S = 2.0  # a grandchild holding the pipe must not keep us alive
