@@ -110,6 +110,16 @@ def test_unwritable_log_exits_2_and_launches_nothing(tmp_path, bad_log):
     assert b"nothing was launched" in r.stderr
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the no-follow rule applies to root")
+def test_as_root_a_planted_symlink_log_is_refused(tmp_path):
+    target = tmp_path / "etc-shadow-standin"
+    target.write_text("precious\n")
+    (tmp_path / "run.log").symlink_to(target)
+    r = gcm_run(tmp_path, "--log", str(tmp_path / "run.log"), cmd=["echo", "overwrite"])
+    assert r.returncode == 2
+    assert target.read_text() == "precious\n"
+
+
 def test_usage_errors_exit_2(tmp_path):
     assert gcm_run(tmp_path, "--stall-after", "soon", cmd=["true"]).returncode == 2
     assert gcm_run(tmp_path, "--kill-on-stall", cmd=["true"]).returncode == 2

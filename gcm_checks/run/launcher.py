@@ -148,7 +148,11 @@ class Wrapper:
             os.makedirs(d, exist_ok=True)
             # Append: a requeued Slurm job reruns with the same log name, and
             # the first attempt's output is evidence too.
-            self.log_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+            if os.geteuid() == 0:
+                # Rule 5: as root, never write through a link someone planted.
+                flags |= os.O_NOFOLLOW
+            self.log_fd = os.open(path, flags, 0o644)
             if os.fstat(self.log_fd).st_size == 0:
                 self.state.log_lines = 0
             os.fsync(self.log_fd)
