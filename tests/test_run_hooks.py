@@ -193,3 +193,17 @@ def test_real_classifier_if_present(tmp_path, devnull):
     assert c["available"] is True, c
     assert c["category"] in classify.CATEGORY_IDS
     assert "memory" in c["sentence"]
+
+
+def test_only_task_0_of_a_step_notifies(tmp_path, devnull):
+    n = Notifier(tmp_path)
+    cmd = [PY, "-c", "raise SystemExit(3)"]
+    code = run_wrapped(options(tmp_path, devnull, cmd, notifier=n, comment="off",
+                               env={"SLURM_JOB_ID": "5", "SLURM_PROCID": "7"}))
+    assert code == 3
+    assert n.calls == []
+    assert "only task 0" in report_after_exit(tmp_path)["notifications"][0]["skipped"]
+
+
+def report_after_exit(tmp_path: Path) -> dict:
+    return json.loads((tmp_path / "run.log.status.json").read_text())

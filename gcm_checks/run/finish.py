@@ -117,7 +117,11 @@ def finish_run(w: "Wrapper") -> None:
     # The status file is the live view; leave it in its final state too.
     w._write_status("exited")
     policy = w.opts.notify_policy
-    if should_notify(policy, run_failed(report)):
+    skip = not_notifying(w.env)
+    if skip:
+        w.state.notifications.append({"kind": "exit", "ok": True, "skipped": skip})
+        w._write_status("exited")
+    elif should_notify(policy, run_failed(report)):
         result = deliver(w, report, kind="exit", report_file=rpath if report_ok else None)
         w.state.notifications.append(result)
         w._write_status("exited")
@@ -129,6 +133,14 @@ def finish_run(w: "Wrapper") -> None:
                 st.write_json_atomic(rpath, report)
             except OSError:
                 pass
+
+
+def not_notifying(env: Dict[str, str]) -> Optional[str]:
+    """Why this wrapper must not notify, or None. Only task 0 of a Slurm step
+    notifies: ``srun -n 512 gcm-run ...`` wraps every rank, and one failed job
+    must be one message, not 512 (the epilog's job report covers every node)."""
+    procid = env.get("SLURM_PROCID", "0")
+    return None if procid in ("", "0") else f"task {procid}: only task 0 notifies"
 
 
 def should_notify(policy: str, failed: bool) -> bool:
@@ -152,7 +164,7 @@ def deliver(w: "Wrapper", payload: dict, *, kind: str, report_file: Optional[str
 def notify_event(w: "Wrapper", alert: "Alert") -> None:
     """A stall / NaN / silence notice while the job runs: in the background,
     so the output pump never waits on a mail server."""
-    if w.opts.notify_policy == "never":
+    if w.opts.notify_policy == "never" or not_notifying(w.env):
         return
     payload = w.status_dict("running")
     payload["kind"] = "gcm-run-alert"
