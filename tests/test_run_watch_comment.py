@@ -178,3 +178,25 @@ def test_poster_survives_a_failing_backend():
     assert wait_for(lambda: p.last_error is not None)
     assert "slurmctld down" in p.last_error
     p.final("gcm: done")  # must not raise
+
+
+def test_slurm_sender_refuses_when_there_is_no_scontrol(monkeypatch):
+    from gcm_checks import slurm
+
+    monkeypatch.setattr(slurm.ScontrolBackend, "__init__", lambda self, *a, **k: setattr(self, "scontrol", None))
+    with pytest.raises(RuntimeError, match="no scontrol"):
+        cm.slurm_sender()
+
+
+def test_slurm_sender_uses_the_slurm_module(monkeypatch):
+    from gcm_checks import slurm
+
+    calls = []
+
+    class Fake:
+        def set_job_comment(self, job_id, comment):
+            calls.append((job_id, comment))
+
+    monkeypatch.setattr(slurm, "backend_from_settings", lambda settings=None, dry_run=False, **kw: Fake())
+    cm.slurm_sender()("9", "gcm: 5%")
+    assert calls == [("9", "gcm: 5%")]

@@ -149,9 +149,16 @@ class CommentPoster:
 
 def slurm_sender(dry_run: bool = False) -> Callable[[str, str], None]:
     """The one way to set the comment: through ``gcm_checks.slurm``."""
+    import io
+
     from gcm_checks import slurm  # imported lazily: only jobs under Slurm pay
 
-    backend = slurm.backend_from_settings(None, dry_run=dry_run)
+    # A dry-run backend would print "would run scontrol ..." into the job's
+    # own stderr; give it a sink of its own.
+    backend = slurm.backend_from_settings(None, dry_run=dry_run, out=io.StringIO())
+    if isinstance(backend, slurm.DryRunBackend) and not dry_run:
+        # No scontrol here: typically a job inside a container image.
+        raise RuntimeError("no scontrol on this host (a container?)")
 
     def send(job_id: str, text: str) -> None:
         backend.set_job_comment(job_id, text)
