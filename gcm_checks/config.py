@@ -23,8 +23,7 @@ from __future__ import annotations
 import copy
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 
 class ConfigError(Exception):

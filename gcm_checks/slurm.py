@@ -33,7 +33,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
@@ -502,21 +501,9 @@ def _read_json(path: str) -> Optional[dict]:
 def _write_json(path: str, data: dict) -> None:
     # Atomic: a crash mid-write must not leave a half record that makes the
     # next run believe (or forget) that we drained the node.
-    d = os.path.dirname(path) or "."
-    os.makedirs(d, mode=0o755, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from gcm_checks.state import write_json_atomic
+
+    write_json_atomic(path, data, sort_keys=True)
 
 
 def _remove(path: str) -> None:

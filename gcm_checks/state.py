@@ -18,21 +18,26 @@ from typing import Any, Dict, Optional, Union
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def write_json_atomic(path: PathLike, data: Any, *, fsync: bool = True, mode: int = 0o644, **dump_kw: Any) -> None:
+def write_json_atomic(path: PathLike, data: Any, *, fsync: bool = True, sync_dir: bool = False, mode: int = 0o644,
+                      **dump_kw: Any) -> None:
     """Write JSON to a temp file beside ``path`` and rename it into place.
 
     A crash leaves the old file or the new one, never half of either.
     ``fsync=False`` for state whose loss is harmless (it costs a disk flush
-    on the prolog path). No tempfile import: this runs before every job.
+    on the prolog path); ``sync_dir`` also makes the rename itself durable.
+    ``mode`` is applied exactly (not through the umask). No tempfile import:
+    this runs before every job.
     """
     path = os.fspath(path)
-    d = os.path.dirname(path) or "."
+    d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, mode=0o755, exist_ok=True)
     tmp = os.path.join(d, f".{os.path.basename(path)}.{os.getpid()}.{time.monotonic_ns()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f, **dump_kw)
+            f.write("\n")
             if fsync:
                 f.flush()
                 os.fsync(f.fileno())
@@ -43,6 +48,17 @@ def write_json_atomic(path: PathLike, data: Any, *, fsync: bool = True, mode: in
         except OSError:
             pass
         raise
+    if sync_dir:
+        try:
+            dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            return
+        try:
+            os.fsync(dfd)
+        except OSError:
+            pass
+        finally:
+            os.close(dfd)
 
 
 def read_json(path: PathLike) -> Optional[Dict[str, Any]]:

@@ -1,7 +1,6 @@
 """Config: schema, defaults documented, errors that name file/key/expected,
 per-node sections, discovery order."""
 
-import os
 import textwrap
 from pathlib import Path
 

@@ -1,7 +1,6 @@
 """GPU checks judged from snapshots (no hardware), and the NVML adapter over
 the fake that speaks pynvml's API."""
 
-import threading
 
 import pytest
 

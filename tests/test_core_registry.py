@@ -1,7 +1,6 @@
 """The registry table stays honest: every check's tags are declared for its
 module in gcm_checks.checks.MODULES (the prolog imports only its modules)."""
 
-import importlib
 
 from gcm_checks import registry
 from gcm_checks.checks import MODULES, load_all

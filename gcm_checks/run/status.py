@@ -16,7 +16,6 @@ import json
 import os
 import socket
 import stat
-import tempfile
 import time
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
@@ -60,31 +59,15 @@ def fsync_dir(path: str) -> None:
 
 
 def write_json_atomic(path: str, data: Any, *, durable: bool = False, mode: int = 0o644) -> None:
-    """Write JSON to ``path`` via a temp file in the same directory + rename.
+    """Write JSON to ``path`` atomically (gcm_checks.state's one writer).
 
     ``durable`` also fsyncs the file and the directory: used for the run
     record before launch and the report at exit, not for the frequent status
     updates (an fsync per second would cost more than the whole pump).
     """
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1, sort_keys=True, allow_nan=False, default=str)
-            f.write("\n")
-            f.flush()
-            if durable:
-                os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    if durable:
-        fsync_dir(d)
+    from gcm_checks.state import write_json_atomic as write
+
+    write(path, data, fsync=durable, sync_dir=durable, mode=mode, indent=1, sort_keys=True, allow_nan=False, default=str)
 
 
 def read_json_nofollow(path: str, *, max_bytes: int = 1 << 20) -> Optional[dict]:
