@@ -330,9 +330,7 @@ def node_name(env: Optional[Dict[str, str]] = None) -> str:
     env = os.environ if env is None else env
     if env.get("SLURMD_NODENAME"):
         return env["SLURMD_NODENAME"]
-    import socket
-
-    return socket.gethostname().split(".")[0]
+    return os.uname().nodename.split(".")[0]  # no socket import on the prolog path
 
 
 def iter_keys(schema: Optional[Dict[str, Any]] = None, prefix: str = "") -> List[Tuple[str, Key]]:

@@ -1,47 +1,127 @@
 """Structured JSON-lines log per node, opened before any check runs.
 
-structlog is configured lazily here (never at import of gcm_checks) and writes
-one JSON object per line to ``log_path``. If the log cannot be opened (a
-read-only /var/log, say) we log to stderr and say so: losing the log must not
-stop the checks.
+Two writers, one line format (``{...bound context, ...fields, "event",
+"level", "timestamp"}``, the output of structlog's ``add_log_level`` ->
+``TimeStamper(fmt="iso")`` -> ``JSONRenderer`` chain):
+
+* ``open_log(path, **bind)`` configures structlog - used by every command
+  but the prolog;
+* ``open_log(path, fast=True, **bind)`` is a small writer with the same
+  processor shape for the prolog, which runs before every job on every node:
+  importing structlog costs ~38 ms there (its stdlib integration pulls in
+  asyncio), a quarter of the prolog's 150 ms budget (docs/benchmarks.md).
+  ``tests/test_core_logs.py`` keeps the two formats identical (only an
+  ``exception`` differs: a traceback string here, structlog's dict form
+  there).
+
+If the log cannot be opened (a read-only /var/log, say) we log to stderr and
+say so: losing the log must not stop the checks.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-from typing import Any, Optional, TextIO
+from typing import Any, Callable, Dict, List, Optional, TextIO
 
 _file: Optional[TextIO] = None
 
+Processor = Callable[[Any, str, Dict[str, Any]], Dict[str, Any]]
 
-def open_log(path: Optional[str], **bind: Any) -> Any:
-    """Return a bound structlog logger writing JSON lines to ``path``."""
-    import structlog
 
+def _open_stream(path: Optional[str]) -> "tuple[TextIO, Optional[str]]":
     global _file
-    problem = None
-    stream: TextIO = sys.stderr
     if path:
         try:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             # Line buffered: every event reaches the file even if a hung
             # NVML thread forces an os._exit later.
-            stream = open(path, "a", buffering=1, encoding="utf-8")
-            _file = stream
+            _file = open(path, "a", buffering=1, encoding="utf-8")
+            return _file, None
         except OSError as e:
-            problem = f"cannot open log {path}: {e}"
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=False),
-            structlog.processors.dict_tracebacks,
-            structlog.processors.JSONRenderer(sort_keys=False),
-        ],
-        logger_factory=structlog.PrintLoggerFactory(file=stream),
-        cache_logger_on_first_use=False,
-    )
-    log = structlog.get_logger().bind(pid=os.getpid(), **bind)
+            return sys.stderr, f"cannot open log {path}: {e}"
+    return sys.stderr, None
+
+
+def add_log_level(logger: Any, method: str, event_dict: Dict[str, Any]) -> Dict[str, Any]:
+    event_dict["level"] = "warning" if method == "warn" else ("error" if method == "exception" else method)
+    return event_dict
+
+
+def add_timestamp(logger: Any, method: str, event_dict: Dict[str, Any]) -> Dict[str, Any]:
+    import datetime
+
+    event_dict["timestamp"] = datetime.datetime.now().isoformat()
+    return event_dict
+
+
+class JsonLinesLog:
+    """A bound logger with structlog's calling convention (``log.info("event",
+    key=value)``, ``bind``) and processor signature, writing JSON lines."""
+
+    processors: List[Processor] = [add_log_level, add_timestamp]
+
+    def __init__(self, stream: TextIO, context: Optional[Dict[str, Any]] = None):
+        self._stream = stream
+        self._context = dict(context or {})
+
+    def bind(self, **kw: Any) -> "JsonLinesLog":
+        return JsonLinesLog(self._stream, {**self._context, **kw})
+
+    def _emit(self, method: str, event: str, kw: Dict[str, Any]) -> None:
+        event_dict = {**self._context, **kw, "event": event}
+        if method == "exception":
+            import traceback
+
+            event_dict["exception"] = traceback.format_exc()
+        for proc in self.processors:
+            event_dict = proc(self, method, event_dict)
+        try:
+            self._stream.write(json.dumps(event_dict, default=repr) + "\n")
+        except (OSError, ValueError):
+            pass  # a full disk must not turn into a failed prolog
+
+    def debug(self, event: str, **kw: Any) -> None:
+        self._emit("debug", event, kw)
+
+    def info(self, event: str, **kw: Any) -> None:
+        self._emit("info", event, kw)
+
+    def warning(self, event: str, **kw: Any) -> None:
+        self._emit("warning", event, kw)
+
+    warn = warning
+
+    def error(self, event: str, **kw: Any) -> None:
+        self._emit("error", event, kw)
+
+    def critical(self, event: str, **kw: Any) -> None:
+        self._emit("critical", event, kw)
+
+    def exception(self, event: str, **kw: Any) -> None:
+        self._emit("exception", event, kw)
+
+
+def open_log(path: Optional[str], fast: bool = False, **bind: Any) -> Any:
+    """Return a bound logger writing JSON lines to ``path``."""
+    stream, problem = _open_stream(path)
+    if fast:
+        log: Any = JsonLinesLog(stream).bind(pid=os.getpid(), **bind)
+    else:
+        import structlog
+
+        structlog.configure(
+            processors=[
+                structlog.processors.add_log_level,
+                structlog.processors.TimeStamper(fmt="iso", utc=False),
+                structlog.processors.dict_tracebacks,
+                structlog.processors.JSONRenderer(sort_keys=False, default=repr),
+            ],
+            logger_factory=structlog.PrintLoggerFactory(file=stream),
+            cache_logger_on_first_use=False,
+        )
+        log = structlog.get_logger().bind(pid=os.getpid(), **bind)
     if problem:
         log.warning("log_unavailable", problem=problem)
     return log
