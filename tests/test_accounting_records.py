@@ -18,9 +18,10 @@ from gcm_checks.accounting.records import (
     parse_time,
 )
 
+from corpus import corpus  # noqa: E402
+
 FIX = Path(__file__).parent / "fixtures" / "accounting"
 FIELDS = (FIX / "sacct-22.05-mixed.fields").read_text().strip().split(",")
-CORPUS = Path("/work/shared/corpus/formats/sacct")
 
 
 def mixed():
@@ -123,7 +124,7 @@ def test_parse_sacct_odd_lines(line, fields, expected):
 
 
 def test_parse_sacct_corpus_with_header_and_steps():
-    text = (CORPUS / "cluster_utils87_sacct_parsable2_cancelled_0-10.txt").read_text()
+    text = corpus("formats", "sacct", "cluster_utils87_sacct_parsable2_cancelled_0-10.txt").read_text()
     if not text:
         pytest.skip("corpus not present")
     header = text.splitlines()[0].split("|")

@@ -12,9 +12,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "classify"
-DEV = Path(os.environ.get("GCM_FAILURES_DEV", ROOT.parent / "shared" / "corpus" / "failures-dev.jsonl"))
-if not DEV.exists():
-    DEV = Path("/work/shared/corpus/failures-dev.jsonl")
+from corpus import shared_dir  # noqa: E402
+
+DEV = Path(os.environ.get("GCM_FAILURES_DEV", shared_dir() / "corpus" / "failures-dev.jsonl"))
 
 
 def gcm(*args: str, stdin: str = None) -> subprocess.CompletedProcess:

@@ -17,7 +17,7 @@ import pytest
 from gcm_checks import slurm
 from gcm_checks.slurm import MemoryBackend, NodeInfo, SlurmError
 
-CORPUS = "/work/shared/corpus/formats/sacct"
+from corpus import corpus  # noqa: E402
 
 # Captured from the real 22.05 test cluster (tests/slurm_cluster.py).
 NODE_IDLE = (
@@ -57,7 +57,7 @@ def test_parse_node(tail, expect):
 
 def test_parse_node_corpus_multiline_reason():
     # A real capture (24.05, multi-line form) joined the way -o prints it.
-    with open(os.path.join(CORPUS, "awsome-distributed-ai195_scontrol_show_node_idle_drain_gres.txt")) as f:
+    with open(corpus("formats", "sacct", "awsome-distributed-ai195_scontrol_show_node_idle_drain_gres.txt")) as f:
         text = " ".join(ln.strip() for ln in f)
     info = slurm.parse_node(text)
     assert info.drained and not info.gcm_owned
