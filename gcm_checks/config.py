@@ -85,7 +85,8 @@ SCHEMA: Dict[str, Any] = {
         "timeout_s": Key("float", None, "Deadline for one dcgmi diag run; null = per level (120/300/2700/9000 s). Capped by the run budget.", nullable=True, minimum=1),
         "dcgmi": Key("str", None, "Path to dcgmi; null = search standard locations (a prolog/epilog has no PATH).", nullable=True),
         "scope": Key("str", "job", "job: diagnose only the job's GPUs (dcgmi -i, safe on shared nodes); node: every GPU.", choices=("job", "node")),
-        "use_pydcgm": Key("bool", False, "Reserved: a pydcgm backend is not implemented yet; dcgmi is always used."),
+        "use_pydcgm": Key("any", "auto", "auto: DCGM's Python bindings (pydcgm) when installed, else dcgmi; yes/true: pydcgm only; no/false: dcgmi only. "
+                          "pydcgm runs in a child process killed at the deadline.", choices=("auto", "yes", "no", True, False)),
     },
     # XIDs in the kernel log (gcm_checks.checks.xid, docs/xid.md).
     "xid": {

@@ -25,11 +25,13 @@ dcgm_diag_schema.json):
   documents are wrapped in ``{"iterations": [doc, ...]}``; a diag that could
   not start says ``{"DCGM Diagnostic": {"runtime_error": "..."}}``.
 
-The backend is a small seam (``DiagBackend``): ``dcgmi`` in production, a
-scenario's canned text in simulation. pydcgm is deliberately not a backend
-yet: its response structs change with every DCGM major version
-(dcgmDiagResponse_v7..v12), and a wrong struct is silent garbage, whereas the
-CLI's JSON is versioned by NVIDIA's published schema.
+The backend is a small seam (``DiagBackend``): ``dcgmi`` or DCGM's Python
+bindings (``gcm_checks.dcgm_py.PydcgmBackend``, ``dcgm.use_pydcgm``) in
+production, a scenario's canned text in simulation. The pydcgm backend reads
+only the response struct versions it knows (dcgmDiagResponse_v8..v12) and
+says ``unknown`` for any other: its structs change with every DCGM major
+version, and a wrong struct is silent garbage, whereas the CLI's JSON is
+versioned by NVIDIA's published schema.
 """
 
 from __future__ import annotations
@@ -156,7 +158,7 @@ class DiagReport:
 
     ok: bool
     level: int
-    source: str  # "dcgmi", "sim"
+    source: str  # "dcgmi", "pydcgm", "sim"
     entries: Tuple[DiagEntry, ...] = ()
     version: str = ""
     problem: str = ""  # set when ok is False: why we could not tell

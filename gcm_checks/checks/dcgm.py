@@ -7,6 +7,11 @@ hardware is bad; a node setting (persistence mode off) or "can still perform
 workload" warns. "dcgmi missing", "nv-hostengine down" and DCGM's own
 machinery failing are ``unknown``: they say nothing about the GPUs (rule 2).
 
+Production runs the diag through DCGM's Python bindings when
+``dcgm.use_pydcgm`` allows and they are installed (``gcm_checks.dcgm_py``: a
+child process killed at the deadline), else through ``dcgmi``; both give the
+same report.
+
 Simulation: a scenario (``ctx.sim``) replaces dcgmi with its ``dcgm_diag`` key
 (see ``gcm_checks.dcgm.CannedBackend``). A scenario without that key behaves
 like a node without DCGM installed: ``unknown``, never ``fail``.
@@ -79,8 +84,41 @@ def gather_dcgm(ctx: Any):
             return dcgm.could_not_tell(level, "sim", "dcgmi not installed (simulation scenario has no dcgm_diag)")
         backend: Any = dcgm.CannedBackend(canned, gpus)
     else:
-        backend = dcgm.DcgmiBackend(ctx.settings.get("dcgm.dcgmi", None) or "dcgmi", gpu_ids=gpus)
+        backend = diag_backend(ctx, gpus)
+        if backend is None:
+            return dcgm.could_not_tell(
+                level,
+                "pydcgm",
+                "dcgm.use_pydcgm is yes but DCGM's Python bindings (pydcgm) were not found on sys.path or under "
+                "/usr/share/datacenter-gpu-manager*/bindings/python3 or /usr/local/dcgm/bindings/python3",
+            )
     return dcgm.run_diag(level, timeout, backend)
+
+
+def pydcgm_mode(value: Any) -> str:
+    """``dcgm.use_pydcgm`` as auto / yes / no; a bool (the key's old form,
+    and what YAML makes of a bare yes/no) is yes / no."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    text = str(value if value is not None else "auto").strip().lower()
+    return {"true": "yes", "false": "no", "1": "yes", "0": "no"}.get(text, text if text in ("yes", "no") else "auto")
+
+
+def diag_backend(ctx: Any, gpus: Any) -> Any:
+    """pydcgm when wanted and found, else dcgmi; None when pydcgm is
+    required (``yes``) but absent."""
+    from gcm_checks import dcgm
+
+    dcgmi = dcgm.DcgmiBackend(ctx.settings.get("dcgm.dcgmi", None) or "dcgmi", gpu_ids=gpus)
+    mode = pydcgm_mode(ctx.settings.get("dcgm.use_pydcgm", "auto"))
+    if mode == "no":
+        return dcgmi
+    from gcm_checks import dcgm_py
+
+    found = dcgm_py.find_bindings()
+    if found is None:
+        return None if mode == "yes" else dcgmi
+    return dcgm_py.PydcgmBackend(found, gpus, fallback=dcgmi if mode == "auto" else None)
 
 
 @register(CHECK_ID, tags=["epilog", "qualify"], needs="dcgm")

@@ -1,0 +1,520 @@
+"""DCGM diagnostics through NVIDIA's Python bindings (pydcgm), bounded.
+
+``dcgm.use_pydcgm`` (auto by default) runs the diag through the bindings DCGM
+ships (``pydcgm``, ``dcgm_structs``, ``dcgm_agent``, ``DcgmDiag`` under
+``/usr/share/datacenter-gpu-manager*/bindings/python3`` or
+``/usr/local/dcgm/bindings/python3``) instead of parsing ``dcgmi diag -j``.
+
+Why the call runs in a child process, not in a thread of ours: a hung
+nv-hostengine blocks ``dcgmActionValidate_v2`` inside libdcgm, where Python
+cannot interrupt it. A thread could only be abandoned (and would keep the
+connection, and the diag, alive); a child can be killed at the deadline. The
+child is a fresh interpreter started through ``gcm_checks.proc.run`` (the one
+bounded subprocess helper, rule 5), not ``os.fork``: the runner gathers in
+threads (``deadline.run_all``), and a fork taken while another thread holds
+the import or logging lock deadlocks the child.
+
+The child converts the response struct into plain JSON (``response_to_plain``)
+and prints it on one marked line; the parent turns that into the same
+``DiagReport`` ``dcgmi`` produces, so judging (``classify_error``) is shared.
+Struct layouts follow NVIDIA/DCGM testing/python3/dcgm_structs.py:
+
+* ``dcgmDiagResponse_v11``/``v12`` (DCGM 4.x): flat ``tests[numTests]``
+  (``name``, ``result``, ``categoryIndex``, ``resultIndices[numResults]``,
+  ``errorIndices[numErrors]``, ``infoIndices[numInfo]``) indexing
+  ``results[]`` (``entity``, ``result``, ``testId``), ``errors[]``
+  (``entity``, ``code``, ``category``, ``severity``, ``msg``, ``testId``),
+  ``info[]`` and ``categories[]``.
+* ``dcgmDiagResponse_v8``..``v10`` (DCGM 2.x/3.x): ``levelOneResults`` (the
+  software tests) and ``perGpuResponses[gpuCount].results[test index]``, each
+  with ``result`` and an ``error`` (one ``c_dcgmDiagErrorDetail_t`` in v8, an
+  array of ``c_dcgmDiagErrorDetail_v2`` with gpuId/category/severity in
+  v9/v10), and ``systemError``.
+
+Any other response version is ``unknown`` with a message: a struct read with
+the wrong layout is silent garbage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from gcm_checks import proc
+from gcm_checks.dcgm import (
+    DiagBackend,
+    DiagEntry,
+    DiagError,
+    DiagReport,
+    DiagStatus,
+    clean_text,
+    could_not_tell,
+    only_gpus,
+    parse_status,
+)
+
+SOURCE = "pydcgm"
+MODULES = ("pydcgm", "dcgm_structs", "dcgm_agent", "DcgmDiag")
+
+# Where DCGM packages install the bindings (4.x: datacenter-gpu-manager-4;
+# 2.x/3.x: /usr/local/dcgm). Searched after sys.path, only when probing.
+BINDINGS_GLOBS: Tuple[str, ...] = (
+    "/usr/share/datacenter-gpu-manager*/bindings/python3",
+    "/usr/local/dcgm/bindings/python3",
+    "/usr/local/dcgm/bindings",
+)
+
+# The child prints its answer on one line with this prefix: the bindings
+# themselves may print to stdout, so "the whole stdout is JSON" cannot hold.
+RESULT_MARK = "GCM-PYDCGM-RESULT "
+
+# dcgmReturn_t values the parent explains (dcgm_structs.py DCGM_ST_*). The
+# parent never imports the bindings, so it cannot look them up by name.
+_ST_CONNECTION_NOT_VALID = -21
+_ST_LIBRARY_NOT_FOUND = -25
+_ST_DIAG_ALREADY_RUNNING = -39
+
+# dcgm_field_entity_group_t (dcgm_fields.h), spelled as dcgmi prints them.
+_ENTITY_GROUPS = {1: "GPU", 2: "vGPU", 3: "Switch", 4: "GPU-I", 5: "GPU-CI", 6: "LINK", 7: "CPU", 8: "CPU Core", 9: "CX"}
+_FE_GPU = 1
+
+# Pre-4.x responses index tests by position (dcgm_structs.py DCGM_*_INDEX and
+# DCGM_SWTEST_*); names and categories as dcgmi's JSON gives them.
+_PER_GPU_TESTS = (
+    ("Memory", "Hardware"),
+    ("Diagnostic", "Hardware"),
+    ("PCIe", "Integration"),
+    ("SM Stress", "Stress"),
+    ("Targeted Stress", "Stress"),
+    ("Targeted Power", "Stress"),
+    ("Memory Bandwidth", "Stress"),
+    ("Memtest", "Hardware"),
+    ("Pulse Test", "Stress"),
+    ("EUD", "Hardware"),
+)
+_SOFTWARE_TESTS = (
+    "Denylist",
+    "NVML Library",
+    "CUDA Main Library",
+    "CUDA Toolkit Libraries",
+    "Permissions and OS-related Blocks",
+    "Persistence Mode",
+    "Environmental Variables",
+    "Page Retirement/Row Remap",
+    "Graphics Processes",
+    "Inforom",
+    "Fabric Manager",
+)
+_ENTITY_LAYOUT = (11, 12)
+_LEGACY_LAYOUT = (8, 9, 10)
+
+
+# --------------------------------------------------------------------------
+# Probing (parent): find the bindings without importing them
+
+
+def find_bindings(globs: Optional[Sequence[str]] = None) -> Optional[str]:
+    """The directory holding all of pydcgm, dcgm_structs, dcgm_agent and
+    DcgmDiag, or None.
+
+    Looks, never imports: importing runs the bindings' module code in the
+    epilog's own process, and whether they load is the child's to find out
+    (a failure there falls back to dcgmi in auto mode).
+    """
+    from importlib.machinery import PathFinder
+
+    dirs: List[str] = [p for p in sys.path if isinstance(p, str)]
+    home = os.environ.get("DCGM_HOME")
+    if home:
+        dirs.append(os.path.join(home, "bindings", "python3"))
+    for pattern in BINDINGS_GLOBS if globs is None else globs:
+        dirs.extend(sorted(glob.glob(pattern), reverse=True))  # newest major first
+    for d in dirs:
+        spec = PathFinder.find_spec("pydcgm", [d or "."])
+        if spec is None or not spec.origin:
+            continue
+        where = os.path.dirname(os.path.abspath(spec.origin))
+        if all(PathFinder.find_spec(m, [where]) is not None for m in MODULES[1:]):
+            return where
+    return None
+
+
+# --------------------------------------------------------------------------
+# The backend (parent)
+
+
+_CHILD_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from gcm_checks.dcgm_py import child_main; sys.exit(child_main(sys.argv[2:]))"
+
+
+@dataclass(frozen=True)
+class PydcgmBackend:
+    """``DcgmDiag(...).Execute(handle)`` in a child killed at the deadline."""
+
+    bindings_dir: str
+    # Only these GPUs (as dcgmi -i): a shared node's other jobs keep theirs.
+    gpu_ids: Optional[Tuple[int, ...]] = None
+    host: str = "127.0.0.1"  # nv-hostengine's default listen address, as dcgmi uses
+    # auto mode: where the bindings will not load (wrong Python, missing
+    # libdcgm.so), dcgmi may still work; the fallback gets the time left.
+    fallback: Optional[DiagBackend] = None
+
+    def argv(self, level: int, timeout: float) -> List[str]:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        gpus = ",".join(str(g) for g in self.gpu_ids) if self.gpu_ids else ""
+        # DCGM's own connect timeout, so a dead hostengine says "connection
+        # not valid" before our kill would say "no answer".
+        connect_ms = int(max(100.0, min(5000.0, timeout * 250.0)))
+        # -B: never write __pycache__ into the system's bindings directory.
+        return [sys.executable, "-B", "-c", _CHILD_BOOT, root, self.bindings_dir, self.host, str(level), gpus, str(connect_ms)]
+
+    def run(self, level: int, timeout: float) -> DiagReport:
+        start = time.monotonic()
+        # cwd=/: the child's sys.path starts with its cwd, and the job's
+        # directory must not supply modules named like DCGM's.
+        result = proc.run(self.argv(level, timeout), timeout=timeout, cwd="/")
+        payload, problem = read_child(result, level)
+        if payload is None:
+            return could_not_tell(level, SOURCE, problem, result.duration_s)
+        if not payload.get("ok") and payload.get("kind") in ("import", "library") and self.fallback is not None:
+            left = timeout - (time.monotonic() - start)
+            why = f"DCGM Python bindings in {self.bindings_dir} unusable ({clean_text(payload.get('text', ''), 200)}); used dcgmi"
+            if left < 1.0:
+                return could_not_tell(level, SOURCE, why + " but no time was left to run it", result.duration_s)
+            report = self.fallback.run(level, left)
+            return dataclasses.replace(report, notes=report.notes + (why,))
+        report = from_plain(payload, level, self.bindings_dir)
+        report = dataclasses.replace(report, duration_s=result.duration_s)
+        return only_gpus(report, self.gpu_ids) if self.gpu_ids and report.ok else report
+
+
+def read_child(result: proc.ProcResult, level: int) -> Tuple[Optional[dict], str]:
+    """(payload, "") from the child's marked line, or (None, why not)."""
+    if result.outcome is proc.Outcome.TIMEOUT:
+        return None, (
+            f"pydcgm diag -r {level} gave no answer within {result.duration_s:.0f}s; its child process was killed. "
+            "nv-hostengine may be hung (check 'systemctl status nvidia-dcgm') or raise dcgm.timeout_s"
+        )
+    if result.outcome is proc.Outcome.MISSING:
+        return None, f"could not start the pydcgm child ({clean_text(result.stderr, 200)})"
+    for line in reversed((result.stdout or "").splitlines()):
+        if line.startswith(RESULT_MARK):
+            try:
+                payload = json.loads(line[len(RESULT_MARK):])
+            except json.JSONDecodeError as e:
+                return None, f"pydcgm child answered with invalid JSON: {e.msg}"
+            if isinstance(payload, dict):
+                return payload, ""
+            break
+    # No answer at all: the child died inside libdcgm (a signal) or Python.
+    return None, f"pydcgm child ended without an answer: {clean_text(result.describe(), 300)}"
+
+
+def from_plain(payload: Mapping[str, Any], level: int, where: str = "") -> DiagReport:
+    """The report for the child's plain answer (pure: data in, report out)."""
+    if not payload.get("ok"):
+        return could_not_tell(level, SOURCE, _explain_failure(payload, where))
+    version = str(payload.get("dcgm_version") or "")
+    system_errors = [clean_text(x) for x in payload.get("system_errors") or [] if str(x).strip()]
+    tests = payload.get("tests") or []
+    if not tests:
+        if system_errors:
+            # The diag itself could not run (NVVS missing, GPU busy): nothing
+            # about the hardware was measured.
+            return could_not_tell(level, SOURCE, "DCGM diag could not run: " + "; ".join(system_errors))
+        return could_not_tell(level, SOURCE, "DCGM diag response has no test results")
+    entries: List[DiagEntry] = []
+    notes: List[str] = [f"DCGM system error: {e}" for e in system_errors]
+    for test in tests:
+        entries.extend(_test_entries(test, notes))
+    if not entries:
+        return could_not_tell(level, SOURCE, "DCGM diag response has no test results")
+    return DiagReport(True, level, SOURCE, tuple(entries), version, notes=tuple(notes))
+
+
+def _test_entries(test: Mapping[str, Any], notes: List[str]) -> List[DiagEntry]:
+    name = clean_text(test.get("name") or "?")
+    category = clean_text(test.get("category") or "")
+    errors = test.get("errors") or []
+    info = test.get("info") or []
+    results = test.get("results") or []
+    out: List[DiagEntry] = []
+    keys = set()
+    for r in results:
+        key = (r.get("group"), r.get("id"))
+        keys.add(key)
+        group, eid = _entity(*key)
+        word = str(r.get("result", ""))
+        status = parse_status(word)
+        if status is DiagStatus.UNRECOGNISED:
+            notes.append(f"{name}: unrecognised result {clean_text(word, 40)!r}")
+        mine = tuple(_error(e) for e in errors if (e.get("group"), e.get("id")) == key)
+        said = tuple(clean_text(i.get("msg", "")) for i in info if (i.get("group"), i.get("id")) == key and str(i.get("msg", "")).strip())
+        out.append(DiagEntry(category, name, group, eid, status, word, mine, said))
+    orphans = [e for e in errors if (e.get("group"), e.get("id")) not in keys]
+    if not results:
+        # A test that reports only its overall result (it failed before
+        # touching any GPU) is a node-level result, like dcgmi's test_summary.
+        word = str(test.get("result", ""))
+        said = tuple(clean_text(i.get("msg", "")) for i in info if str(i.get("msg", "")).strip())
+        out.append(DiagEntry(category, name, "", None, parse_status(word), word, tuple(_error(e) for e in orphans), said))
+    else:
+        # Errors tied to no result entity accuse no GPU: keep them visible
+        # for an admin, as dcgmi's JSON path does with unmatched text.
+        notes.extend(f"{name}: {_error(e).describe()}" for e in orphans)
+    return out
+
+
+def _entity(group: Any, eid: Any) -> Tuple[str, Optional[int]]:
+    """(group name, id); DCGM_FE_NONE (0) or no id is the node itself."""
+    try:
+        g = int(group)
+    except (TypeError, ValueError):
+        return "", None
+    if g == 0 or eid is None:
+        return "", None
+    return _ENTITY_GROUPS.get(g, f"entity group {g}"), int(eid)
+
+
+def _error(e: Mapping[str, Any]) -> DiagError:
+    def num(v: Any) -> Optional[int]:
+        try:
+            return int(v)
+        except (TypeError, ValueError):
+            return None
+
+    severity, category = num(e.get("severity")), num(e.get("category"))
+    if not severity:
+        # DCGM_ERROR_NONE (0) means "no severity given" (zeroed struct, DCGM
+        # 2.x): let the error id decide, as for dcgmi 2.x JSON.
+        severity = None
+        category = category or None
+    return DiagError(clean_text(e.get("msg", "")), num(e.get("code")), category, severity)
+
+
+def _explain_failure(payload: Mapping[str, Any], where: str) -> str:
+    kind = payload.get("kind")
+    text = clean_text(payload.get("text", ""), 300)
+    if kind in ("import", "library"):
+        return f"DCGM Python bindings in {where or '?'} could not be loaded ({text}); set dcgm.use_pydcgm: no to use dcgmi"
+    if kind == "version":
+        return f"{text}; set dcgm.use_pydcgm: no to use dcgmi, whose JSON gcm-checks reads"
+    if kind == "dcgm":
+        code = payload.get("code")
+        if code == _ST_CONNECTION_NOT_VALID:
+            return (
+                f"nv-hostengine is not answering (pydcgm: {payload.get('name') or 'DCGMError'}: {text}); "
+                "start it with 'systemctl start nvidia-dcgm' or 'nv-hostengine'"
+            )
+        if code == _ST_DIAG_ALREADY_RUNNING:
+            return f"another DCGM diag is already running on this node ({text})"
+        return f"DCGM diag failed to run: {payload.get('name') or 'DCGMError'} ({code}): {text}"
+    return f"pydcgm diag failed: {text}"
+
+
+# --------------------------------------------------------------------------
+# The child: imports the bindings, runs the diag, prints plain data
+
+
+class UnsupportedResponse(Exception):
+    pass
+
+
+def child_main(args: Sequence[str]) -> int:
+    """``bindings_dir host level gpus connect_ms`` -> one marked JSON line."""
+    bindings_dir, host, level, gpus, connect_ms = args
+
+    def emit(obj: dict) -> None:
+        sys.stdout.write(RESULT_MARK + json.dumps(obj) + "\n")
+        sys.stdout.flush()
+
+    sys.path.insert(0, bindings_dir)
+    try:
+        import dcgm_structs  # noqa: F401 - the bindings, from bindings_dir
+        import DcgmDiag
+        import pydcgm
+    except Exception as e:  # noqa: BLE001 - any failure to load is "bindings unusable"
+        emit({"ok": False, "kind": "import", "text": f"{type(e).__name__}: {e}"})
+        return 0
+    try:
+        handle = _connect(pydcgm, dcgm_structs, host, int(connect_ms))
+        gpu_ids = [int(g) for g in gpus.split(",") if g.strip()] or None
+        response = DcgmDiag.DcgmDiag(gpuIds=gpu_ids, testNamesStr=str(int(level))).Execute(handle.handle)
+        emit(response_to_plain(response, dcgm_structs))
+    except dcgm_structs.DCGMError as e:
+        code = getattr(e, "value", None)
+        kind = "library" if code == getattr(dcgm_structs, "DCGM_ST_LIBRARY_NOT_FOUND", _ST_LIBRARY_NOT_FOUND) else "dcgm"
+        emit({"ok": False, "kind": kind, "code": code, "name": type(e).__name__, "text": _safe_str(e)})
+    except UnsupportedResponse as e:
+        emit({"ok": False, "kind": "version", "text": str(e)})
+    except Exception as e:  # noqa: BLE001 - reported, never raised to a traceback nobody reads
+        emit({"ok": False, "kind": "exception", "text": f"{type(e).__name__}: {_safe_str(e)}"})
+    # Exit without disconnecting: the answer is out, and a disconnect from a
+    # wedged hostengine could hang until the parent's kill, losing nothing
+    # but time. The hostengine drops our state when the socket closes.
+    os._exit(0)
+
+
+def _connect(pydcgm: Any, dcgm_structs: Any, host: str, connect_ms: int) -> Any:
+    mode = getattr(dcgm_structs, "DCGM_OPERATION_MODE_AUTO", 1)
+    try:
+        return pydcgm.DcgmHandle(ipAddress=host, opMode=mode, timeoutMs=connect_ms)
+    except TypeError:
+        # Bindings older than timeoutMs: DCGM's default connect timeout (5 s).
+        return pydcgm.DcgmHandle(ipAddress=host, opMode=mode)
+
+
+def _safe_str(e: BaseException) -> str:
+    try:
+        return str(e)
+    except Exception:  # noqa: BLE001 - DCGMError.__str__ calls into libdcgm
+        return repr(getattr(e, "value", e))
+
+
+def _text(v: Any) -> str:
+    v = getattr(v, "value", v)  # a c_char array element, not auto-decoded
+    if isinstance(v, bytes):
+        v = v.split(b"\0", 1)[0].decode("utf-8", "replace")
+    return str(v)
+
+
+def _result_words(ds: Any) -> Dict[int, str]:
+    return {
+        getattr(ds, "DCGM_DIAG_RESULT_PASS", 0): "pass",
+        getattr(ds, "DCGM_DIAG_RESULT_SKIP", 1): "skip",
+        getattr(ds, "DCGM_DIAG_RESULT_WARN", 2): "warn",
+        getattr(ds, "DCGM_DIAG_RESULT_FAIL", 3): "fail",
+        getattr(ds, "DCGM_DIAG_RESULT_NOT_RUN", 4): "not run",
+    }
+
+
+def response_to_plain(response: Any, ds: Any) -> dict:
+    """A dcgmDiagResponse_v8..v12 as plain JSON-able data (runs in the child)."""
+    # make_dcgm_version(struct, ver) = sizeof(struct) | ver << 24.
+    ver = int(response.version) >> 24
+    words = _result_words(ds)
+    if ver in _ENTITY_LAYOUT:
+        tests, system_errors = _entity_layout(response, ds, words)
+    elif ver in _LEGACY_LAYOUT:
+        tests, system_errors = _legacy_layout(response, words)
+    else:
+        raise UnsupportedResponse(
+            f"dcgmDiagResponse version {ver} is not one gcm-checks understands "
+            f"(knows {_LEGACY_LAYOUT[0]}-{_ENTITY_LAYOUT[-1]})"
+        )
+    return {
+        "ok": True,
+        "response_version": ver,
+        "dcgm_version": _text(getattr(response, "dcgmVersion", "")),
+        "tests": tests,
+        "system_errors": system_errors,
+    }
+
+
+def _word(words: Dict[int, str], v: Any) -> str:
+    return words.get(int(v), f"result {int(v)}")
+
+
+def _entity_layout(r: Any, ds: Any, words: Dict[int, str]) -> Tuple[list, list]:
+    def take(arr: Any, n: Any) -> list:
+        return list(arr[: min(int(n), len(arr))])
+
+    categories = [_text(c) for c in take(r.categories, r.numCategories)]
+    errors = take(r.errors, r.numErrors)
+    info = take(r.info, r.numInfo)
+    results = take(r.results, r.numResults)
+    system_id = getattr(ds, "DCGM_DIAG_RESPONSE_SYSTEM_ERROR", None)
+
+    def ent(x: Any) -> Tuple[int, int]:
+        return int(x.entity.entityGroupId), int(x.entity.entityId)
+
+    tests = []
+    for t in take(r.tests, r.numTests):
+        res, errs, infos = [], [], []
+        for i in take(t.resultIndices, t.numResults):
+            if i < len(results):
+                g, e = ent(results[i])
+                res.append({"group": g, "id": e, "result": _word(words, results[i].result)})
+        for i in take(t.errorIndices, t.numErrors):
+            if i < len(errors):
+                x = errors[i]
+                g, e = ent(x)
+                errs.append({"group": g, "id": e, "code": int(x.code), "category": int(x.category), "severity": int(x.severity), "msg": _text(x.msg)})
+        for i in take(t.infoIndices, t.numInfo):
+            if i < len(info):
+                g, e = ent(info[i])
+                infos.append({"group": g, "id": e, "msg": _text(info[i].msg)})
+        ci = int(t.categoryIndex)
+        tests.append({
+            "name": _text(t.name),
+            "category": categories[ci] if ci < len(categories) else "",
+            "result": _word(words, t.result),
+            "results": res,
+            "errors": errs,
+            "info": infos,
+        })
+    # Errors of the diag as a whole (NVVS could not start, ...) carry the
+    # system-error test id (dcgm_agent.helperDiagCheckReturn_v2).
+    system_errors = [_text(x.msg) for x in errors if system_id is not None and int(x.testId) == int(system_id)]
+    return tests, system_errors
+
+
+def _legacy_errors(err: Any) -> list:
+    """v8: one c_dcgmDiagErrorDetail_t; v9/v10: an array of _v2 with gpuId."""
+    items = [err] if hasattr(err, "msg") else list(err)
+    out = []
+    for x in items:
+        msg, code = _text(x.msg), int(x.code)
+        if not msg.strip() and code == 0:
+            continue  # an unused slot
+        gpu = getattr(x, "gpuId", None)
+        out.append({
+            "gpu": int(gpu) if gpu is not None and 0 <= int(gpu) < 1024 else None,
+            "code": code,
+            "category": getattr(x, "category", None),
+            "severity": getattr(x, "severity", None),
+            "msg": msg,
+        })
+    return out
+
+
+def _legacy_layout(r: Any, words: Dict[int, str]) -> Tuple[list, list]:
+    tests: List[dict] = []
+    level_one = list(r.levelOneResults[: min(int(r.levelOneTestCount), len(r.levelOneResults))])
+    for i, res in enumerate(level_one):
+        word = _word(words, res.result)
+        if word == "not run":
+            continue
+        errs = _legacy_errors(res.error)
+        named = sorted({e["gpu"] for e in errs if e["gpu"] is not None})
+        # Software tests are node-wide; an error naming a GPU accuses that GPU.
+        targets = [(_FE_GPU, g) for g in named] or [(0, None)]
+        tests.append({
+            "name": _SOFTWARE_TESTS[i] if i < len(_SOFTWARE_TESTS) else f"Software test {i}",
+            "category": "Deployment",
+            "result": word,
+            "results": [{"group": g, "id": e, "result": word} for g, e in targets],
+            "errors": [dict(x, group=_FE_GPU if x["gpu"] is not None else 0, id=x["gpu"]) for x in errs],
+            "info": [{"group": g, "id": e, "msg": _text(res.info)} for g, e in targets if _text(res.info).strip()],
+        })
+    by_index: Dict[int, dict] = {}
+    for pg in r.perGpuResponses[: min(int(r.gpuCount), len(r.perGpuResponses))]:
+        gid = int(pg.gpuId)
+        for idx, res in enumerate(pg.results):
+            word = _word(words, res.result)
+            if word == "not run":
+                continue  # fixed slots for every test: only those run count
+            name, cat = _PER_GPU_TESTS[idx] if idx < len(_PER_GPU_TESTS) else (f"Test {idx}", "")
+            t = by_index.setdefault(idx, {"name": name, "category": cat, "result": word, "results": [], "errors": [], "info": []})
+            t["results"].append({"group": _FE_GPU, "id": gid, "result": word})
+            t["errors"].extend(dict(x, group=_FE_GPU, id=gid) for x in _legacy_errors(res.error))
+            if _text(res.info).strip():
+                t["info"].append({"group": _FE_GPU, "id": gid, "msg": _text(res.info)})
+    tests.extend(by_index[i] for i in sorted(by_index))
+    system = _legacy_errors(r.systemError)
+    return tests, [x["msg"] for x in system if x["msg"].strip()]
