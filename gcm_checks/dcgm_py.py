@@ -129,17 +129,21 @@ def find_bindings(globs: Optional[Sequence[str]] = None) -> Optional[str]:
     """
     from importlib.machinery import PathFinder
 
-    dirs: List[str] = [p for p in sys.path if isinstance(p, str)]
+    # Absolute entries only: "" (the current directory) could be a job's
+    # directory, which must not supply modules named like DCGM's.
+    dirs: List[str] = [p for p in sys.path if isinstance(p, str) and os.path.isabs(p)]
     home = os.environ.get("DCGM_HOME")
     if home:
         dirs.append(os.path.join(home, "bindings", "python3"))
     for pattern in BINDINGS_GLOBS if globs is None else globs:
         dirs.extend(sorted(glob.glob(pattern), reverse=True))  # newest major first
     for d in dirs:
-        spec = PathFinder.find_spec("pydcgm", [d or "."])
+        spec = PathFinder.find_spec("pydcgm", [d])
         if spec is None or not spec.origin:
             continue
         where = os.path.dirname(os.path.abspath(spec.origin))
+        if spec.submodule_search_locations is not None:
+            where = os.path.dirname(where)  # a pydcgm package: its siblings sit beside it
         if all(PathFinder.find_spec(m, [where]) is not None for m in MODULES[1:]):
             return where
     return None
@@ -257,15 +261,17 @@ def _test_entries(test: Mapping[str, Any], notes: List[str]) -> List[DiagEntry]:
         said = tuple(clean_text(i.get("msg", "")) for i in info if (i.get("group"), i.get("id")) == key and str(i.get("msg", "")).strip())
         out.append(DiagEntry(category, name, group, eid, status, word, mine, said))
     orphans = [e for e in errors if (e.get("group"), e.get("id")) not in keys]
-    if not results:
+    word = str(test.get("result", ""))
+    overall = parse_status(word)
+    if not results or (orphans and overall not in (DiagStatus.PASS, DiagStatus.SKIP)):
         # A test that reports only its overall result (it failed before
-        # touching any GPU) is a node-level result, like dcgmi's test_summary.
-        word = str(test.get("result", ""))
-        said = tuple(clean_text(i.get("msg", "")) for i in info if str(i.get("msg", "")).strip())
-        out.append(DiagEntry(category, name, "", None, parse_status(word), word, tuple(_error(e) for e in orphans), said))
-    else:
-        # Errors tied to no result entity accuse no GPU: keep them visible
-        # for an admin, as dcgmi's JSON path does with unmatched text.
+        # touching any GPU), or whose failure DCGM tied to no entity, is a
+        # node-level result, like dcgmi's test_summary: dropping it could
+        # turn "DCGM could not test" into a pass.
+        said = tuple(clean_text(i.get("msg", "")) for i in info if not results and str(i.get("msg", "")).strip())
+        out.append(DiagEntry(category, name, "", None, overall, word, tuple(_error(e) for e in orphans), said))
+    elif orphans:
+        # A passing test's stray messages accuse nothing: keep them visible.
         notes.extend(f"{name}: {_error(e).describe()}" for e in orphans)
     return out
 

@@ -487,6 +487,37 @@ def test_diag_that_could_not_start_is_unknown(bindings, monkeypatch):
     assert not report.ok and "could not run" in report.problem and "NVVS binary" in report.problem
 
 
+def test_failure_tied_to_no_entity_is_a_node_result_not_a_pass(bindings, monkeypatch):
+    # DCGM_FE_NONE (0): e.g. the CUDA context could not be created at all.
+    spec(monkeypatch, tests=[
+        {"name": "software", "category": "Deployment", "results": _eight()},
+        {"name": "targeted_stress", "category": "Stress", "result": FAIL, "results": _eight(SKIP),
+         "errors": [[0, 0, 24, 6, 4, "Unable to create a CUDA context"]]},
+    ])
+    report = run(bindings)
+    node = [e for e in report.entries if e.entity_id is None]
+    assert [(e.test, e.status) for e in node] == [("targeted_stress", DiagStatus.FAIL)]
+    results = check_dcgm_diag(report, _Settings())
+    # CUDA category (6) at TRIAGE severity: DCGM could not test, not a hardware verdict.
+    assert [(r.subject, r.status) for r in results] == [("", Status.UNKNOWN)]
+
+
+def test_dcgm2_single_error_layout_is_read():
+    # dcgmDiagResponse_v8: one c_dcgmDiagErrorDetail_t (msg, code) per result.
+    ns = SimpleNamespace
+    slots = [ns(result=NOT_RUN, error=ns(msg=b"", code=0), info=b"") for _ in range(13)]
+    slots[0] = ns(result=FAIL, error=ns(msg=b"GPU 2 has uncorrectable memory errors", code=9), info=b"")
+    response = ns(
+        version=8 << 24, gpuCount=1, levelOneTestCount=0, levelOneResults=[],
+        perGpuResponses=[ns(gpuId=2, results=slots)], systemError=ns(msg=b"", code=0),
+    )
+    plain = dcgm_py.response_to_plain(response, ns())
+    report = dcgm_py.from_plain(json.loads(json.dumps(plain)), 1)
+    assert [(e.test, e.entity_id, e.status) for e in report.entries] == [("Memory", 2, DiagStatus.FAIL)]
+    # No severity in 2.x: DCGM's own catalog for the id decides (9 = hardware).
+    assert [r.status for r in check_dcgm_diag(report, _Settings())] == [Status.FAIL]
+
+
 def test_dcgm3_response_layout_is_read_too(bindings, monkeypatch):
     # dcgmDiagResponse_v10: level-one (software) results plus per-GPU slots
     # by test index (DCGM_MEMORY_INDEX = 0, DCGM_PCI_INDEX = 2).
