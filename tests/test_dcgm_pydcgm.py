@@ -20,7 +20,6 @@ environment; what the child asked for is written to ``FAKE_DCGM_RECORD``.
 from __future__ import annotations
 
 import json
-import os
 import stat
 import textwrap
 from pathlib import Path
