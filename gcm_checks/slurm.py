@@ -743,6 +743,43 @@ def summary_extra(status: str, failing: Sequence[str] = (), when: Optional[float
     return sanitize_reason(s, 200)
 
 
+# Extra is one free-text field shared with admins (and with other tools):
+# gcm writes "gcm <status> ..." segments, one per slot, separated by "; ",
+# and keeps everything else in the field as it was. Our segments never hold
+# ";" (sanitize_reason strips it).
+_EXTRA_SLOTS = {"ok": "health", "degraded": "health", "qualified": "qualify", "qualify-failed": "qualify"}
+_EXTRA_SEGMENT = re.compile(r"gcm (\S+)[^;]*")
+
+
+def _extra_slot(word: str) -> str:
+    return _EXTRA_SLOTS.get(word, word)
+
+
+def merge_extra(current: Optional[str], ours: str) -> str:
+    """``current`` Extra with our segment for ``ours``' slot replaced (or
+    added); foreign text and our other slots are kept as they are."""
+    current = current or ""
+    if not ours:
+        return current
+    m = _EXTRA_SEGMENT.fullmatch(ours)
+    slot = _extra_slot(m.group(1)) if m else None
+    pieces = [p for p in current.split(";")]
+    out: List[str] = []
+    replaced = False
+    for piece in pieces:
+        seg = _EXTRA_SEGMENT.fullmatch(piece.strip())
+        if seg is not None and slot is not None and _extra_slot(seg.group(1)) == slot:
+            if not replaced:
+                out.append(ours)
+                replaced = True
+            continue
+        if piece.strip():
+            out.append(piece.strip())
+    if not replaced:
+        out.append(ours)
+    return "; ".join(out)
+
+
 def apply_features(
     backend: SlurmBackend,
     node: str,
@@ -789,7 +826,9 @@ def apply_features(
         return FeatureOutcome("unchanged", tuple(want))
     available = merge_features(info.available_features, want, managed)
     active = merge_features(info.active_features, want, managed)
-    extra_value = extra if extra is not None else (rec or {}).get("extra") or ""
+    ours = extra if extra is not None else (rec or {}).get("extra") or ""
+    # Only our own segment changes; an admin's text in Extra is kept.
+    extra_value = merge_extra(info.extra, ours)
     try:
         if hasattr(backend, "set_features_and_extra"):
             backend.set_features_and_extra(node, available, active, extra_value)  # type: ignore[attr-defined]
@@ -803,7 +842,7 @@ def apply_features(
     action = "reapplied" if (rec is not None and sorted(rec.get("features") or []) == want) else "applied"
     if state_dir and not isinstance(backend, DryRunBackend):
         try:
-            _write_json(_state_path(state_dir, FEATURE_STATE_FILE, node), {"node": node, "features": want, "extra": extra_value, "time": time.time(), "stamp": stamp})
+            _write_json(_state_path(state_dir, FEATURE_STATE_FILE, node), {"node": node, "features": want, "extra": ours, "time": time.time(), "stamp": stamp})
         except OSError:
             pass
     _log(log, "info", f"slurm: {action} features {want} on {node}")

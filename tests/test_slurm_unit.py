@@ -411,3 +411,29 @@ def test_event_drains_are_never_auto_resumed(tmp_path, check):
     out = slurm.resume_if_passed(be, "n1", [check, "gpu.count"], state_dir=str(tmp_path))
     assert out is not None and out.action == "not_passed"
     assert be.nodes["n1"].drained
+
+
+@pytest.mark.parametrize(
+    "current, ours, expect",
+    [
+        (None, "gcm ok 2026-11-30T02:00:00Z", "gcm ok 2026-11-30T02:00:00Z"),
+        ("gcm ok 2026-11-30T02:00:00Z", "gcm degraded 2026-11-30T03:00:00Z gpu.responsive",
+         "gcm degraded 2026-11-30T03:00:00Z gpu.responsive"),
+        # an admin's text stays, ours is added after it
+        ("rack=12 owner=ops", "gcm ok 2026-11-30T02:00:00Z", "rack=12 owner=ops; gcm ok 2026-11-30T02:00:00Z"),
+        # health does not wipe qualification's segment, and vice versa
+        ("gcm qualified 2026-11-29T10:00:00Z", "gcm ok 2026-11-30T02:00:00Z",
+         "gcm qualified 2026-11-29T10:00:00Z; gcm ok 2026-11-30T02:00:00Z"),
+        ("rack=12; gcm qualified 2026-11-29T10:00:00Z; gcm ok 2026-11-30T02:00:00Z", "gcm qualify-failed 2026-11-30T04:00:00Z perf.gemm",
+         "rack=12; gcm qualify-failed 2026-11-30T04:00:00Z perf.gemm; gcm ok 2026-11-30T02:00:00Z"),
+    ],
+)
+def test_merge_extra_keeps_what_is_not_ours(current, ours, expect):
+    assert slurm.merge_extra(current, ours) == expect
+
+
+def test_health_features_keep_admin_extra_and_qualification(tmp_path):
+    be = MemoryBackend({"n1": NodeInfo("n1", "IDLE", extra="rack=12; gcm qualified 2026-11-29T10:00:00Z")})
+    out = slurm.apply_features(be, "n1", ["gcm_ok"], slurm.summary_extra("ok", (), 0), state_dir=str(tmp_path))
+    assert out.action == "applied"
+    assert be.nodes["n1"].extra == "rack=12; gcm qualified 2026-11-29T10:00:00Z; gcm ok 1970-01-01T00:00:00Z"
