@@ -76,7 +76,7 @@ SCHEMA: Dict[str, Any] = {
         "expected_hcas": Key("list", [], "Shorthand: HCA names whose port 1 must be up, judged with min_rate_gbps and link_layer."),
         "min_rate_gbps": Key("float", None, "Lowest acceptable rate (Gb/s) for expected ports without their own rate_gbps; null = not checked.", nullable=True, minimum=0),
         "link_layer": Key("str", "InfiniBand", "Link layer of expected ports without their own link_layer.", choices=("InfiniBand", "Ethernet")),
-        "unlisted_ports": Key("str", "fail", "Status for present InfiniBand ports not in expected that are not ACTIVE/LinkUp.", choices=("fail", "warn", "ignore")),
+        "unlisted_ports": Key("str", "warn", "Status for present InfiniBand ports not in expected that are not ACTIVE/LinkUp (fail drains for a dead rail without a per-node list).", choices=("fail", "warn", "ignore")),
         "error_counters_warn": Key("any", None, "Error counters whose growth between runs warns: a list, or {counter: min growth}; null = built-in set.", nullable=True),
     },
     # DCGM diagnostics (gcm_checks.dcgm, gcm_checks.checks.dcgm).

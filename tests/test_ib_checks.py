@@ -228,7 +228,7 @@ def test_expected_ethernet_port_passes(tmp_path):
 
 @pytest.mark.parametrize(
     "mode,status",
-    [(None, Status.FAIL), ("fail", Status.FAIL), ("warn", Status.WARN), ("ignore", None)],
+    [(None, Status.WARN), ("fail", Status.FAIL), ("warn", Status.WARN), ("ignore", None)],
 )
 def test_unlisted_down_port_follows_unlisted_ports(tmp_path, mode, status):
     root = _ndr_node(tmp_path / "r", n=2, mlx5_1={"state": "DOWN", "phys_state": "Disabled"})

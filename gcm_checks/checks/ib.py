@@ -7,10 +7,12 @@ What is expected comes from ``infiniband:`` in the config:
   ``min_rate_gbps`` and ``link_layer``. A listed port that is missing, not
   ACTIVE/LinkUp, slower than expected or on the wrong link layer fails: jobs
   that use it would hang or crawl.
-* Ports present but not listed are judged by ``unlisted_ports`` (fail by
-  default, so an 8-rail node with a dead rail is caught without a per-node
-  list; set warn/ignore on nodes with deliberately unused ports). Unlisted
-  Ethernet ports (RoCE, bonds) are never judged here.
+* Ports present but not listed are judged by ``unlisted_ports`` (warn by
+  default: with nothing configured we cannot tell a dead rail from a
+  deliberately unused second port, and a default install must not drain a
+  cluster of dual-port HCAs; list the ports, or set ``fail`` where every port
+  is cabled, to drain for a dead rail). Unlisted Ethernet ports (RoCE,
+  bonds) are never judged here.
 * Error counters that grew since the previous run warn: a growing
   symbol_error or link_downed is a cable going bad before it fails. The
   previous values live in ``<state_dir>/ib_counters.json``.
@@ -163,7 +165,7 @@ def _plan(facts: IbFacts, settings: Any) -> _Plan:
     snap = facts.snapshot
     by_key = {(e.device, e.port): e for e in exp}
     judged: List[Tuple[Any, Optional[ExpectedPort]]] = []
-    mode = str(settings.get("infiniband.unlisted_ports", "fail") or "fail").lower()
+    mode = str(settings.get("infiniband.unlisted_ports", "warn") or "warn").lower()
     unlisted_status = {"fail": Status.FAIL, "warn": Status.WARN}.get(mode)
     for p in snap.ports:
         e = by_key.get((p.device, p.port))
