@@ -59,6 +59,7 @@ SCHEMA: Dict[str, Any] = {
     "gpu": {
         "count": Key("int", None, "Expected GPUs on this node; null = do not check the count (0 = no GPUs expected).", nullable=True, minimum=0),
         "nvml_timeout_s": Key("float", 2.0, "Deadline for each GPU's NVML calls; a GPU that does not answer is failed.", minimum=0.05),
+        "nvml_init_timeout_s": Key("float", 6.0, "Deadline for nvmlInit, which initialises every GPU when persistence mode is off.", minimum=0.05),
         "ecc_uncorrected_max": Key("int", 0, "Volatile uncorrectable ECC errors tolerated before failing.", minimum=0),
         "temperature_max_c": Key("int", 90, "GPU temperature (C) at or above which the GPU fails.", minimum=0),
         "leftover_processes": Key("str", "warn", "Status when compute processes from a previous job remain.", choices=("warn", "fail")),

@@ -70,7 +70,8 @@ class Context:
                 # judged per GPU (gpu.responsive), not as a whole-area timeout.
                 total = max(0.05, (self.remaining() - JUDGE_MARGIN_S) * 0.8)
                 timeout = min(float(self.settings.get("gpu.nvml_timeout_s", 2.0)), total)
-                self._gpu_facts = nvml.gather(self._nvml_loader(), timeout, total)
+                init_timeout = min(float(self.settings.get("gpu.nvml_init_timeout_s", 6.0)), total)
+                self._gpu_facts = nvml.gather(self._nvml_loader(), timeout, total, init_timeout)
             return self._gpu_facts
 
     def gpu_bus_ids(self) -> Dict[str, int]:

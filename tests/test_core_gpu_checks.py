@@ -175,3 +175,21 @@ def test_adapter_init_hang_and_missing_pynvml():
 )
 def test_normalize_bus_id(raw, norm):
     assert nvml.normalize_bus_id(raw) == norm
+
+
+class SlowInitNvml(FakeNvml):
+    """nvmlInit that takes a while, as without persistence mode."""
+
+    def nvmlInit(self):
+        import time
+
+        time.sleep(0.4)
+        super().nvmlInit()
+
+
+def test_slow_init_is_not_a_hang_when_within_its_own_deadline():
+    # per-call deadline 0.2 s, but nvmlInit gets 1 s: a slow driver start is
+    # not a wedged GPU.
+    f = nvml.gather(lambda: SlowInitNvml(scenario()), 0.2, 3.0, init_timeout_s=1.0)
+    assert not f.init_hang and f.count == 2 and all(g.responsive for g in f.gpus)
+    assert nvml.gather(lambda: SlowInitNvml(scenario()), 0.2, 3.0, init_timeout_s=0.1).init_hang

@@ -204,27 +204,31 @@ def _gather_one(nvml: Any, index: int) -> GpuSnapshot:
     return GpuSnapshot(errors=errors, **values)
 
 
-def gather(nvml_loader: Any, timeout_s: float, total_s: Optional[float] = None) -> GpuFacts:
+def gather(nvml_loader: Any, timeout_s: float, total_s: Optional[float] = None,
+           init_timeout_s: Optional[float] = None) -> GpuFacts:
     """Initialise NVML and snapshot every GPU, each call under ``timeout_s``
-    and all of it within ``total_s`` (default: no extra bound).
+    (``nvmlInit`` under ``init_timeout_s``) and all of it within ``total_s``.
 
     ``nvml_loader`` returns the nvml object (it may raise ImportError when
     pynvml itself is missing: a deploy problem, reported as unknown).
     """
     start = time.monotonic()
-    end = start + (total_s if total_s is not None else 4 * timeout_s)
+    init_timeout = init_timeout_s if init_timeout_s is not None else timeout_s
+    end = start + (total_s if total_s is not None else init_timeout + 3 * timeout_s)
 
-    def left() -> float:
+    def left(limit: float = timeout_s) -> float:
         # Each step gets its own deadline but never more than what is left,
         # so init + count + the per-GPU pass cannot add up past the budget.
-        return max(0.01, min(timeout_s, end - time.monotonic()))
+        return max(0.01, min(limit, end - time.monotonic()))
 
     try:
         nvml = nvml_loader()
     except ImportError as e:
         return GpuFacts(import_error=str(e), duration_s=time.monotonic() - start)
     try:
-        call_with_deadline(nvml.nvmlInit, left(), "nvmlInit")
+        # Without persistence mode the driver initialises every GPU inside
+        # nvmlInit (seconds on a big node): it gets its own, longer deadline.
+        call_with_deadline(nvml.nvmlInit, left(init_timeout), "nvmlInit")
     except DeadlineExceeded:
         return GpuFacts(init_hang=True, duration_s=time.monotonic() - start)
     except nvml.NVMLError as e:
