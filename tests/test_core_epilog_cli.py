@@ -141,3 +141,40 @@ def test_report_key_uses_the_prologs_restart_count(cfg, tmp_path):
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "reports" / "55" / "report.json").exists()
     assert not (tmp_path / "reports" / "55.1").exists()
+
+
+def test_only_the_first_node_asks_slurmctld_and_shares_the_answer(cfg, tmp_path):
+    # A fake scontrol that records each call: a 2-node job costs one job read.
+    calls = tmp_path / "calls"
+    fake = tmp_path / "scontrol"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f"echo \"$*\" >> {calls}\n"
+        "echo 'JobId=300 JobName=bigtrain UserId=root(0) JobState=COMPLETING Reason=NonZeroExitCode "
+        "StartTime=2026-11-30T01:00:00 NodeList=node[1-2] MailUser=(null)'\n"
+    )
+    fake.chmod(0o755)
+    c = cfg(f"gpu: {{count: 8}}\nslurm: {{scontrol: {fake}}}\n")
+    c.write_text(c.read_text().replace("epilog: {query_job: false}", "epilog: {query_job: true}"))
+    env = {"SLURM_JOB_NODELIST": "node[1-2]", "SLURM_JOB_EXIT_CODE2": "1:0", "SLURM_JOB_EXIT_CODE": "256"}
+    p1 = epilog(c, "--sim", "healthy", job="300", env=dict(env, SLURMD_NODENAME="node1"))
+    assert p1.returncode == 0, p1.stderr
+    assert calls.read_text().splitlines() == ["show job -o 300"]
+    assert not (tmp_path / "reports" / "300").exists()  # node2 has not reported yet
+    p2 = epilog(c, "--sim", "healthy", job="300", env=dict(env, SLURMD_NODENAME="node2"))
+    assert p2.returncode == 0, p2.stderr
+    assert calls.read_text().splitlines() == ["show job -o 300"]  # node2 asked nothing
+    report = json.loads((tmp_path / "reports" / "300" / "report.json").read_text())
+    # node2 assembled, with what node1 learned from slurmctld
+    assert report["job"]["name"] == "bigtrain"
+    assert report["classification"]["category"] != "success"
+
+
+def test_with_job_facts_fills_only_empty_fields():
+    from gcm_checks.report import JobInfo, with_job_facts
+
+    job = JobInfo(job_id="1", name="", state="COMPLETING")
+    contribs = {"node1": {"evidence": {"job_facts": {"name": "train", "state": "FAILED", "nodes": ["node1", "node2"]}}},
+                "node2": {"evidence": {}}}
+    out = with_job_facts(job, contribs)
+    assert out.name == "train" and out.state == "COMPLETING" and out.nodes == ("node1", "node2")

@@ -64,8 +64,26 @@ def _parse_slurm_time(text: str) -> Optional[float]:
         return None
 
 
-def _show_job(settings: Any, job_id: Optional[str], log: Any) -> Dict[str, str]:
+def first_node(env: Mapping[str, str]) -> Optional[str]:
+    """The job's first node (the batch host), from the epilog environment."""
+    from gcm_checks.hostlist import expand
+
+    expr = env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST") or ""
+    try:
+        nodes = expand(expr) if expr else []
+    except ValueError:
+        nodes = []
+    return nodes[0] if nodes else None
+
+
+def _show_job(settings: Any, job_id: Optional[str], log: Any, node: str = "", env: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """``scontrol show job`` once per job, on its first node only: a 1,000-node
+    job must not cost slurmctld 1,000 job reads at its end. The first node
+    shares what it learned with the others through the report's evidence."""
     if not job_id or not settings.get("epilog.query_job"):
+        return {}
+    first = first_node(env if env is not None else os.environ)
+    if first is not None and node and first != node:
         return {}
     from gcm_checks import slurm
 
@@ -150,12 +168,18 @@ def make_classifier(exit_info: Mapping[str, Any], show: Mapping[str, str]):
             ib.extend(f"{p.get('subject')}: {p.get('message')}" for p in ev.get("problems") or []
                       if str(p.get("check", "")).startswith("ib."))
         texts = [LogText(entry["name"], entry.get("text") or "") for entry in logs if entry.get("text")]
-        state = show.get("JobState") or job.state or None
+        seen = dict(show)
+        if not seen:  # not the first node: use what the first node learned
+            for c in contribs.values():
+                seen = ((c.get("evidence") or {}).get("job_facts") or {}).get("scontrol") or {}
+                if seen:
+                    break
+        state = seen.get("JobState") or job.state or None
         if state == "COMPLETING":  # the epilog runs before the final state
             state = None
         inp = ClassifyInput(logs=texts, state=state, exit_code=exit_info.get("exit_code"),
                             signal=exit_info.get("signal"), derived_exit_code=exit_info.get("derived_exit_code"),
-                            reason=show.get("Reason") or None, xids=xids, dcgm_failures=dcgm, ib_problems=ib)
+                            reason=seen.get("Reason") or None, xids=xids, dcgm_failures=dcgm, ib_problems=ib)
         return classify(inp).to_dict()
 
     return classifier
@@ -172,7 +196,7 @@ def _run(args, settings, node, job_id, log, t0) -> int:
     ctx = runner.build_context(settings, sim=args.sim, budget_s=budget, dry_run=bool(getattr(args, "dry_run", False)))
     ctx.started = t0
     exit_info = exit_info_from_env(env)
-    show = _show_job(settings, job_id, log)
+    show = _show_job(settings, job_id, log, node, env)
     now = time.time()
     ctx.window, window_from = job_window(Path(ctx.state_dir), job_id, node, show, now)
     failed_job = _job_failed(exit_info, show)
@@ -225,32 +249,47 @@ def _write_local_evidence(ctx: Any, job_id: Optional[str], node: str, evidence: 
         log.warning("evidence_not_written", error=str(e))
 
 
+SHARED_SHOW = ("JobState", "Reason", "JobName", "StartTime")
+
+
+def job_facts(show: Mapping[str, str]) -> Dict[str, Any]:
+    """JobInfo fields from ``scontrol show job`` (empty when not asked)."""
+    facts: Dict[str, Any] = {}
+    if show.get("JobName"):
+        facts["name"] = show["JobName"]
+    if show.get("JobState"):
+        facts["state"] = show["JobState"]
+    st = _parse_slurm_time(show.get("StartTime", ""))
+    if st is not None:
+        facts["start"] = st
+    if show.get("MailUser") and show.get("MailUser") not in ("(null)", ""):
+        facts["mail_user"] = show["MailUser"]
+    for key, field in (("StdOut", "stdout"), ("StdErr", "stderr")):
+        if show.get(key) and "%" not in show[key]:
+            facts[field] = show[key]  # slurmctld's expanded path
+    if show.get("NodeList"):
+        from gcm_checks.hostlist import expand
+
+        try:
+            facts["nodes"] = expand(show["NodeList"])
+        except ValueError:
+            pass
+    return facts
+
+
 def _report(settings: Any, node: str, job_id: str, show: Mapping[str, str], exit_info: Mapping[str, Any],
             evidence: Dict[str, Any], log: Any, restart_count: Optional[int] = None) -> Optional[Dict[str, Any]]:
     try:
         from gcm_checks.report import JobInfo, assemble_and_notify
 
-        overrides: Dict[str, Any] = {"end": time.time()}
+        overrides: Dict[str, Any] = {"end": time.time(), **job_facts(show)}
         if restart_count is not None:
             # The prolog's count names this run: a run ended by a requeue
             # already sees the next count in its epilog environment.
             overrides["restart_count"] = int(restart_count)
-        if show.get("JobName"):
-            overrides["name"] = show["JobName"]
-        if show.get("JobState"):
-            overrides["state"] = show["JobState"]
-        st = _parse_slurm_time(show.get("StartTime", ""))
-        if st is not None:
-            overrides["start"] = st
-        if show.get("MailUser") and show.get("MailUser") not in ("(null)", ""):
-            overrides["mail_user"] = show["MailUser"]
-        for key, field in (("StdOut", "stdout"), ("StdErr", "stderr")):
-            if show.get(key) and "%" not in show[key]:
-                overrides[field] = show[key]  # slurmctld's expanded path
-        if show.get("NodeList"):
-            from gcm_checks.hostlist import expand
-
-            overrides["nodes"] = expand(show["NodeList"])
+        if show:
+            # Shared with the other nodes: only this one asked slurmctld.
+            evidence["job_facts"] = dict(job_facts(show), scontrol={k: show[k] for k in SHARED_SHOW if k in show})
         job = JobInfo.from_env(os.environ, **overrides)
         out = assemble_and_notify(job, settings, node=node, budget_s=float(settings.get("epilog.report_budget_s")),
                                   evidence=evidence, classifier=make_classifier(exit_info, show))

@@ -105,6 +105,7 @@ def assemble(
     contribs = spool.read_contributions(rs.spool_dir, key)
     if not force and not spool.ready(job, contribs, rs.gather_timeout_s, now):
         return None
+    job = with_job_facts(job, contribs)
     if not spool.claim(rs.spool_dir, key, node):
         # Already claimed: only a sweep may retry a claim whose assembler died.
         if not (force and spool.stuck(rs.spool_dir, key, _stuck_after(rs), now) and spool.claim(rs.spool_dir, key, node, "claimed.retry")):
@@ -133,6 +134,26 @@ def assemble(
         except OSError as e:
             done.user_copy_error = f"{name} not written to {job.work_dir}: {e.strerror or e}"
     return done
+
+
+# JobInfo fields one node may have learned from slurmctld for everyone: only
+# the job's first node asks (one RPC per job, not per node), and shares the
+# answer as evidence["job_facts"].
+_SHARED_JOB_FACTS = ("name", "state", "start", "mail_user", "stdout", "stderr", "nodes")
+
+
+def with_job_facts(job: JobInfo, contribs: Mapping[str, Any]) -> JobInfo:
+    """``job`` with its empty fields filled from any node's ``job_facts``."""
+    from dataclasses import replace
+
+    fill: Dict[str, Any] = {}
+    for c in contribs.values():
+        facts = ((c or {}).get("evidence") or {}).get("job_facts") or {}
+        for k in _SHARED_JOB_FACTS:
+            v = facts.get(k)
+            if v and not getattr(job, k, None) and k not in fill:
+                fill[k] = tuple(v) if k == "nodes" else v
+    return replace(job, **fill) if fill else job
 
 
 def _stuck_after(rs: ReportSettings) -> float:
