@@ -465,6 +465,9 @@ class SlurmCluster:
             "simulate": "healthy",
             "state_dir": self.state_dir,
             "log_path": os.path.join(self.logdir, "gcm-checks.log"),
+            # Job reports and the outbox stay under the cluster dir too.
+            "report": {"spool_dir": os.path.join(self.root, "gcm-spool"), "report_dir": os.path.join(self.root, "gcm-reports"),
+                       "outbox_dir": os.path.join(self.root, "gcm-outbox")},
         }
 
     def write_gcm_config(self, data: Optional[dict] = None) -> str:
