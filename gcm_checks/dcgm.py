@@ -49,6 +49,10 @@ LEVELS = (1, 2, 3, 4)
 # Default deadlines per run level. NVIDIA's guide gives r1 "seconds", r2 "< 2
 # minutes", r3 "< 30 minutes", r4 "1-2 hours"; we allow headroom over each.
 DEFAULT_TIMEOUT_S = {1: 120.0, 2: 300.0, 3: 2700.0, 4: 9000.0}
+# How long each level usually takes on a healthy 8-GPU node (NVIDIA's DCGM
+# guide: r1 quick, seconds; r2 about 2 minutes; r3 about 30; r4 an hour or
+# more). Used to avoid starting a diag the run budget cannot hold.
+TYPICAL_S = {1: 5.0, 2: 120.0, 3: 1800.0, 4: 5400.0}
 
 # What dcgmi prints when nv-hostengine is not running or not answering
 # (dcgmi/CommandLineParser + DcgmiOutput; seen on DCGM 2.x-4.x).

@@ -178,3 +178,13 @@ def test_with_job_facts_fills_only_empty_fields():
                 "node2": {"evidence": {}}}
     out = with_job_facts(job, contribs)
     assert out.name == "train" and out.state == "COMPLETING" and out.nodes == ("node1", "node2")
+
+
+def test_deeper_dcgm_level_only_when_the_budget_holds_it():
+    from gcm_checks import config
+    from gcm_checks.commands.epilog import dcgm_level_after_failure
+    from gcm_checks.logs import NullLog
+
+    s = config.resolve({}, "n1")  # dcgm_level_after_failure: 2 (about 2 minutes)
+    assert dcgm_level_after_failure(s, 10.0, NullLog()) == 1
+    assert dcgm_level_after_failure(s, 180.0, NullLog()) == 2

@@ -201,7 +201,7 @@ def _run(args, settings, node, job_id, log, t0) -> int:
     ctx.window, window_from = job_window(Path(ctx.state_dir), job_id, node, show, now)
     failed_job = _job_failed(exit_info, show)
     if failed_job:
-        ctx.dcgm_level = int(settings.get("epilog.dcgm_level_after_failure"))
+        ctx.dcgm_level = dcgm_level_after_failure(settings, ctx.budget_s, log)
     # DCGM diagnoses only this job's GPUs: others may be running jobs.
     ctx.job = {"job_id": job_id, "gpus": env.get("SLURM_JOB_GPUS"), **exit_info}
     log.info("job", window_from=window_from, failed=failed_job, state=show.get("JobState"), reason=show.get("Reason"), **exit_info)
@@ -275,6 +275,21 @@ def job_facts(show: Mapping[str, str]) -> Dict[str, Any]:
         except ValueError:
             pass
     return facts
+
+
+def dcgm_level_after_failure(settings: Any, budget_s: float, log: Any) -> int:
+    """The configured deeper level after a failed job, unless the epilog's
+    budget cannot hold it: a diag killed half way says nothing (and killing
+    dcgmi mid-diag is what wedges some hostengines), so run level 1 instead
+    and say how to get the deeper one."""
+    from gcm_checks.dcgm import TYPICAL_S
+
+    want = int(settings.get("epilog.dcgm_level_after_failure"))
+    if TYPICAL_S.get(want, 0.0) + 5.0 > budget_s:
+        log.warning("dcgm_level_capped", wanted=want, used=1, budget_s=budget_s,
+                    hint=f"level {want} takes about {TYPICAL_S.get(want, 0):.0f} s: raise epilog.budget_s and PrologEpilogTimeout")
+        return 1
+    return want
 
 
 def _report(settings: Any, node: str, job_id: str, show: Mapping[str, str], exit_info: Mapping[str, Any],
