@@ -236,7 +236,35 @@ def _feature_arg(features: Sequence[str]) -> str:
     return ",".join(features)
 
 
-class ScontrolBackend:
+class _ScontrolUpdates:
+    """The scontrol update argv for every write, in one place: the real
+    backend runs it, the dry-run backend prints it, and they cannot drift."""
+
+    def _update(self, *argv: str) -> Any:
+        raise NotImplementedError
+
+    def drain(self, node: str, reason: str) -> None:
+        self._update("update", f"nodename={node}", "state=drain", f"reason={reason}")
+
+    def resume(self, node: str) -> None:
+        self._update("update", f"nodename={node}", "state=resume")
+
+    def set_features(self, node: str, available: List[str], active: List[str]) -> None:
+        self._update("update", f"nodename={node}", f"AvailableFeatures={_feature_arg(available)}", f"ActiveFeatures={_feature_arg(active)}")
+
+    def set_extra(self, node: str, extra: str) -> None:
+        self._update("update", f"nodename={node}", f"Extra={extra}")
+
+    def set_features_and_extra(self, node: str, available: List[str], active: List[str], extra: str) -> None:
+        # One update RPC instead of two: health transitions stay cheap.
+        self._update("update", f"nodename={node}", f"AvailableFeatures={_feature_arg(available)}",
+                     f"ActiveFeatures={_feature_arg(active)}", f"Extra={extra}")
+
+    def set_job_comment(self, job_id: str, comment: str) -> None:
+        self._update("update", f"jobid={job_id}", f"comment={comment}")
+
+
+class ScontrolBackend(_ScontrolUpdates):
     """Runs ``scontrol`` by absolute path, every call under ``timeout_s``."""
 
     def __init__(self, scontrol: Optional[str] = None, timeout_s: float = DEFAULT_TIMEOUT_S, env: Optional[Dict[str, str]] = None):
@@ -268,30 +296,8 @@ class ScontrolBackend:
         """All nodes, or those in a hostlist expression, in one RPC."""
         return parse_nodes(self._run("show", "node", "-o", *([expr] if expr else [])))
 
-    def drain(self, node: str, reason: str) -> None:
-        self._run("update", f"nodename={node}", "state=drain", f"reason={reason}")
-
-    def resume(self, node: str) -> None:
-        self._run("update", f"nodename={node}", "state=resume")
-
-    def set_features(self, node: str, available: List[str], active: List[str]) -> None:
-        self._run("update", f"nodename={node}", f"AvailableFeatures={_feature_arg(available)}", f"ActiveFeatures={_feature_arg(active)}")
-
-    def set_extra(self, node: str, extra: str) -> None:
-        self._run("update", f"nodename={node}", f"Extra={extra}")
-
-    def set_features_and_extra(self, node: str, available: List[str], active: List[str], extra: str) -> None:
-        # One update RPC instead of two: health transitions stay cheap.
-        self._run(
-            "update",
-            f"nodename={node}",
-            f"AvailableFeatures={_feature_arg(available)}",
-            f"ActiveFeatures={_feature_arg(active)}",
-            f"Extra={extra}",
-        )
-
-    def set_job_comment(self, job_id: str, comment: str) -> None:
-        self._run("update", f"jobid={job_id}", f"comment={comment}")
+    def _update(self, *argv: str) -> str:
+        return self._run(*argv)
 
     def show_job(self, job_id: str) -> Dict[str, str]:
         out = self._run("show", "job", "-o", str(job_id))
@@ -375,7 +381,7 @@ class PyslurmBackend:
         return {str(k): str(v) for k, v in dict(rec or {}).items()}
 
 
-class DryRunBackend:
+class DryRunBackend(_ScontrolUpdates):
     """Says what it would do and does nothing (``--dry-run``, report-only).
 
     Reads go to ``reader`` when one is given (report-only mode on a real
@@ -416,23 +422,8 @@ class DryRunBackend:
             return self.state
         return NodeInfo(name=node, state="UNKNOWN")
 
-    def drain(self, node: str, reason: str) -> None:
-        self._would("update", f"nodename={node}", "state=drain", f"reason={reason}")
-
-    def resume(self, node: str) -> None:
-        self._would("update", f"nodename={node}", "state=resume")
-
-    def set_features(self, node: str, available: List[str], active: List[str]) -> None:
-        self._would("update", f"nodename={node}", f"AvailableFeatures={_feature_arg(available)}", f"ActiveFeatures={_feature_arg(active)}")
-
-    def set_extra(self, node: str, extra: str) -> None:
-        self._would("update", f"nodename={node}", f"Extra={extra}")
-
-    def set_features_and_extra(self, node: str, available: List[str], active: List[str], extra: str) -> None:
-        self._would("update", f"nodename={node}", f"AvailableFeatures={_feature_arg(available)}", f"ActiveFeatures={_feature_arg(active)}", f"Extra={extra}")
-
-    def set_job_comment(self, job_id: str, comment: str) -> None:
-        self._would("update", f"jobid={job_id}", f"comment={comment}")
+    def _update(self, *argv: str) -> None:
+        self._would(*argv)
 
     def show_job(self, job_id: str) -> Dict[str, str]:
         if self.reader is not None:
