@@ -163,7 +163,7 @@ def _drain_text(doc: Dict[str, Any]) -> str:
     if a == "kept_foreign":
         return f"{doc['node']}: NOT drained again: already drained by someone else ({doc['previous_reason']!r}); use --force to replace"
     if a == "would_drain":
-        return f"{doc['node']}: dry run, nothing changed"
+        return f"{doc['node']}: would drain: {doc['reason']}; dry run, nothing changed"
     return f"{doc['node']}: {a}: {doc['detail']}"
 
 
@@ -182,6 +182,7 @@ def _resume(args: argparse.Namespace, settings: Any, backend: Any, log: Any) -> 
             "resumed": f"{args.node}: resumed (was: {out.previous_reason})",
             "not_drained": f"{args.node}: not drained ({out.detail}); nothing to do",
             "kept_foreign": f"{args.node}: NOT resumed: drained by someone else ({out.previous_reason!r}); use --force",
+            "would_resume": f"{args.node}: would resume (drained: {out.previous_reason}); dry run, nothing changed",
         }
         print(msgs.get(out.action, f"{args.node}: {out.action}: {out.detail}"))
-    return 0 if out.action in ("resumed", "not_drained") else 1
+    return 0 if out.action in ("resumed", "would_resume", "not_drained") else 1
