@@ -52,6 +52,8 @@ def guarded(args: argparse.Namespace, kind: str, body: Callable[..., int]) -> in
             log.error("config_error", error=str(cfg_err), file=cfg_err.source, key=cfg_err.key,
                       running="built-in defaults, report-only")
         return body(args, settings, node, job_id, log, t0)
+    except BrokenPipeError:  # the reader went away (| head): nothing to report
+        return 0
     except Exception as e:  # noqa: BLE001 - our bug: report, never drain
         try:
             log.exception("internal_error", error=str(e))

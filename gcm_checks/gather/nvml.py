@@ -107,6 +107,10 @@ class GpuFacts:
     gpus: Tuple[GpuSnapshot, ...] = ()
     duration_s: float = 0.0
     deadline_s: float = 0.0  # the per-GPU deadline actually applied
+    # False when the run's budget (not the hardware deadline) cut a call
+    # short, or the process was starved past its deadline (CPU contention):
+    # a timeout then says nothing about the GPU and is judged unknown.
+    deadline_full: bool = True
 
     def bus_ids(self) -> Dict[str, int]:
         return {g.pci_bus_id: g.index for g in self.gpus if g.pci_bus_id}
@@ -225,12 +229,20 @@ def gather(nvml_loader: Any, timeout_s: float, total_s: Optional[float] = None,
         nvml = nvml_loader()
     except ImportError as e:
         return GpuFacts(import_error=str(e), duration_s=time.monotonic() - start)
+    def full(given: float, wanted: float, began: float) -> bool:
+        # The hardware had its whole deadline, and we were awake to see it
+        # end: a waiter that wakes far past its deadline was starved of CPU.
+        late = time.monotonic() - began - given
+        return given >= wanted * 0.999 and late <= max(0.25, 0.25 * given)
+
     try:
         # Without persistence mode the driver initialises every GPU inside
         # nvmlInit (seconds on a big node): it gets its own, longer deadline.
-        call_with_deadline(nvml.nvmlInit, left(init_timeout), "nvmlInit")
+        given, began = left(init_timeout), time.monotonic()
+        call_with_deadline(nvml.nvmlInit, given, "nvmlInit")
     except DeadlineExceeded:
-        return GpuFacts(init_hang=True, duration_s=time.monotonic() - start)
+        return GpuFacts(init_hang=True, duration_s=time.monotonic() - start, deadline_s=given,
+                        deadline_full=full(given, init_timeout, began))
     except nvml.NVMLError as e:
         return GpuFacts(init_error=_code(e), duration_s=time.monotonic() - start)
     try:
@@ -244,8 +256,9 @@ def gather(nvml_loader: Any, timeout_s: float, total_s: Optional[float] = None,
     except nvml.NVMLError as e:
         return GpuFacts(init_error=_code(e), driver_version=driver, duration_s=time.monotonic() - start)
     jobs = {f"gpu{i}": (lambda i=i: _gather_one(nvml, i)) for i in range(count)}
-    per_gpu = left()
+    per_gpu, began = left(), time.monotonic()
     done = run_all(jobs, per_gpu)
+    deadline_full = full(per_gpu, timeout_s, began)
     gpus = []
     for i in range(count):
         ok, value = done[f"gpu{i}"]
@@ -262,7 +275,7 @@ def gather(nvml_loader: Any, timeout_s: float, total_s: Optional[float] = None,
         except Exception:  # noqa: BLE001 - shutdown failures change nothing
             pass
     return GpuFacts(driver_version=driver, count=count, gpus=tuple(gpus), duration_s=time.monotonic() - start,
-                    deadline_s=per_gpu)
+                    deadline_s=per_gpu, deadline_full=deadline_full)
 
 
 def load_pynvml() -> Any:
