@@ -555,12 +555,9 @@ def backend_from_settings(settings: Any = None, dry_run: bool = False, out: Opti
 
 
 def _read_json(path: str) -> Optional[dict]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        return data if isinstance(data, dict) else None
-    except (OSError, ValueError):
-        return None
+    from gcm_checks.state import read_json  # bounded size and depth, no symlink
+
+    return read_json(path)
 
 
 def _write_json(path: str, data: dict) -> None:

@@ -51,6 +51,7 @@ def guarded(args: argparse.Namespace, kind: str, body: Callable[..., int]) -> in
         if cfg_err is not None:
             log.error("config_error", error=str(cfg_err), file=cfg_err.source, key=cfg_err.key,
                       running="built-in defaults, report-only")
+        refuse_unsafe_dirs(settings, kind, log)
         return body(args, settings, node, job_id, log, t0)
     except BrokenPipeError:  # the reader went away (| head): nothing to report
         return 0
@@ -66,6 +67,32 @@ def guarded(args: argparse.Namespace, kind: str, body: Callable[..., int]) -> in
             close_log()
         except Exception:  # noqa: BLE001
             pass
+
+
+def refuse_unsafe_dirs(settings: Any, kind: str, log: Any) -> None:
+    """Root never uses a state, spool or outbox directory others can write.
+
+    Refused loudly and never a drain: the state moves to a fresh private
+    directory for this run (job start, drain records, baselines are not
+    kept), and the job report and notification are skipped.
+    """
+    from gcm_checks.state import unsafe_dir
+
+    problem = unsafe_dir(str(settings.get("state_dir") or ""))
+    if problem:
+        import tempfile
+
+        private = tempfile.mkdtemp(prefix="gcm-checks-state-")
+        log.error("unsafe_dir", setting="state_dir", problem=problem, using=private)
+        _say(f"gcm-checks {kind}: REFUSED state_dir: {problem}; using {private} for this run - fix: chown root, chmod go-w")
+        settings.data["state_dir"] = private
+    for key in ("report.spool_dir", "report.outbox_dir", "notify.outbox_dir"):
+        problem = unsafe_dir(str(settings.get(key) or ""))
+        if problem:
+            log.error("unsafe_dir", setting=key, problem=problem, skipped="job report and notification")
+            _say(f"gcm-checks {kind}: REFUSED {key}: {problem}; job report and notification skipped - fix: chown root, chmod go-w")
+            settings.data.setdefault("epilog", {})["report"] = False
+            settings.data.setdefault("notify", {})["channels"] = []
 
 
 def _say(line: str) -> None:

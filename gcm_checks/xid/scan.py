@@ -113,9 +113,10 @@ def scan(
 
 
 def _read_json(path: str) -> dict:
+    from gcm_checks.state import load_json
+
     try:
-        with open(path, "r", encoding="utf-8") as f:
-            data = json.load(f)
+        data = load_json(path)  # bounded size and depth: deep JSON must not RecursionError
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         # Missing or corrupt state loses history, never the scan itself.
