@@ -201,6 +201,9 @@ def matches(node: str, pattern: str) -> bool:
                     return True
                 if parts is None and fnmatch.fnmatchcase(node, term):
                     return True
+            # A hostlist that did not match is a no: "gpu[0001-9999]" read
+            # as a glob class would let "gpu7" in.
+            return False
         except ValueError:  # not a hostlist after all
             pass
     return fnmatch.fnmatchcase(node, pattern)

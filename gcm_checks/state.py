@@ -192,3 +192,31 @@ def unsafe_dir(path: str) -> Optional[str]:
         if parent == p:
             return None
         p = parent
+
+
+# What the last run decided but did not do (report-only, broken config): the
+# admin's view in ``gcm-checks node status``. Written only when such a
+# decision is made or cleared, never on a plain healthy run.
+WOULD_FILE = "would-drain.{node}.json"
+
+
+def _would_path(state_dir: PathLike, node: str) -> Path:
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in node) or "_"
+    return Path(state_dir) / WOULD_FILE.format(node=safe)
+
+
+def record_would_drain(state_dir: PathLike, node: str, mode: str, reason: Optional[str], why: str) -> None:
+    write_json_atomic(_would_path(state_dir, node),
+                      {"node": node, "mode": mode, "reason": reason, "why": why, "time": time.time()}, fsync=False)
+
+
+def clear_would_drain(state_dir: PathLike, node: str) -> None:
+    try:
+        _would_path(state_dir, node).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def would_drain_record(state_dir: PathLike, node: str) -> Optional[Dict[str, Any]]:
+    rec = read_json(_would_path(state_dir, node))
+    return rec if rec and rec.get("node") == node else None

@@ -102,6 +102,12 @@ def decide_and_apply(backend: Any, node: str, results: List[Any], *, state_dir: 
 
     ctx = context if context is not None else NodeContext(resume_on_pass=resume_on_pass)
     d = decide(results, "health", ctx)
+    if d.report_only or d.failure is None:
+        from types import SimpleNamespace
+
+        from gcm_checks.commands.prolog import note_would_drain
+
+        note_would_drain(SimpleNamespace(state_dir=state_dir, node=node), d, log)
     actions: Dict[str, Any] = {}
     would = isinstance(backend, slurm.DryRunBackend)
     if d.node_action == "drain" and d.report_only:

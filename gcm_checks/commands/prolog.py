@@ -135,6 +135,7 @@ def apply_decision(args: argparse.Namespace, settings: Any, node: str, ctx: Any,
     "would drain" when the decision changes nothing (report-only, broken
     config, dry run); None when there is nothing to drain.
     """
+    note_would_drain(ctx, decision, log)
     if decision.node_action != "drain":
         return None
     from gcm_checks import slurm
@@ -153,6 +154,23 @@ def apply_decision(args: argparse.Namespace, settings: Any, node: str, ctx: Any,
     action = "would drain" if outcome.action == "would_drain" else outcome.action
     log.warning("drain", action=action, reason=decision.reason, detail=outcome.detail)
     return action
+
+
+def note_would_drain(ctx: Any, decision: Any, log: Any) -> None:
+    """Keep what report-only decided for ``node status``; a file write only
+    when such a decision is made or cleared, never on a plain healthy run."""
+    if decision.dry_run:
+        return
+    from gcm_checks import state
+
+    try:
+        if decision.node_action == "drain" and decision.report_only:
+            why = "config error: built-in defaults, report-only" if decision.config_error else "report-only"
+            state.record_would_drain(ctx.state_dir, ctx.node, decision.mode, decision.reason, why)
+        elif decision.failure is None and os.path.exists(state._would_path(ctx.state_dir, ctx.node)):
+            state.clear_would_drain(ctx.state_dir, ctx.node)
+    except OSError as e:
+        log.warning("would_drain_not_recorded", error=str(e))
 
 
 def _brake(settings: Any, node: str, decision: Any, log: Any) -> Optional[str]:
