@@ -1002,6 +1002,50 @@ def conf_stamp(env: Optional[Dict[str, str]] = None) -> Optional[str]:
     return f"{st.st_mtime_ns}:{st.st_size}"
 
 
+@dataclass(frozen=True)
+class CensusEntry:
+    """One node as the mass-drain brake counts it."""
+
+    name: str
+    partitions: Tuple[str, ...]
+    drained: bool
+    reason: Optional[str]
+    since: Optional[float]  # when the reason was set (epoch), when Slurm says
+
+
+def _census_from_line(line: str) -> CensusEntry:
+    import datetime as dt
+
+    kv = parse_key_values(line)
+    info = _node_from_line(line)
+    since = None
+    m = _REASON_TAIL_RE.search(kv.get("Reason") or "")
+    if m:
+        try:
+            since = dt.datetime.strptime(m.group(2), "%Y-%m-%dT%H:%M:%S").timestamp()  # slurmctld local time
+        except ValueError:
+            since = None
+    parts = tuple(p for p in (_none_if_null(kv.get("Partitions")) or "").split(",") if p)
+    return CensusEntry(info.name, parts, info.drained, info.reason, since)
+
+
+def node_census(backend: SlurmBackend) -> List[CensusEntry]:
+    """Every node's partitions and drain, in one read (REQUEST_NODE_INFO).
+
+    Only the mass-drain brake calls this, and only on the failure path: a
+    healthy run never reads the cluster.
+    """
+    real = getattr(backend, "reader", None) or backend
+    if isinstance(real, ScontrolBackend):
+        text = real._run("show", "node", "-o")
+        return [_census_from_line(ln) for ln in text.splitlines() if ln.strip().startswith("NodeName=")]
+    table = getattr(real, "nodes", None)
+    infos = list(table.values()) if isinstance(table, dict) else (list(table(None)) if callable(table) else None)
+    if infos is None:
+        raise SlurmError("this backend cannot list nodes")
+    return [CensusEntry(i.name, (), i.drained, i.reason, None) for i in infos]
+
+
 def list_nodes(backend: SlurmBackend, names: Sequence[str] = ()) -> List[NodeInfo]:
     """NodeInfo for ``names`` (hostlist expressions allowed with scontrol), or all nodes."""
     bulk = getattr(backend, "nodes", None)

@@ -201,6 +201,9 @@ def _run(args, settings, node, job_id, log, t0) -> int:
     results, v, _ = run_checks(args, "epilog", ctx, log)
     decision = decide(results, "epilog", node_context(args, settings))
     action = apply_decision(args, settings, node, ctx, decision, log)
+    if action and action.startswith("braked: "):
+        decision = decide(results, "epilog", node_context(args, settings, brake=action[len("braked: "):]))
+        v, action = decision.verdict, "braked"
     drain_reason = decision.reason
     # Our drain made (or kept: someone else's drain is already there): 0.
     # Could not drain at all: EXIT_DRAIN so Slurm drains the node itself.

@@ -93,10 +93,12 @@ def passed_checks(results: List[Any]) -> List[str]:
 
 def decide_and_apply(backend: Any, node: str, results: List[Any], *, state_dir: str, log: Any,
                      resume_on_pass: bool = True, verify_features: bool = False,
-                     context: Any = None) -> Dict[str, Any]:
+                     context: Any = None, settings: Any = None) -> Dict[str, Any]:
     """All of health mode's Slurm side effects, as the decision core decides
     them; returns what was done, for the log and --json."""
     from gcm_checks import slurm
+    from dataclasses import replace
+
     from gcm_checks.decide import NodeContext, action_words, decide
     from gcm_checks.result import Status
 
@@ -113,6 +115,9 @@ def decide_and_apply(backend: Any, node: str, results: List[Any], *, state_dir: 
     if d.node_action == "drain" and d.report_only:
         log.warning("would_drain", reason=d.reason, report_only=True, config_error=d.config_error)
         actions["drain"] = {"action": "would drain", "reason": d.reason, "previous_reason": None}
+    elif d.node_action == "drain" and settings is not None and _braked(settings, node, d, log, backend):
+        d = decide(results, "health", replace(ctx, brake=_braked(settings, node, d, log, backend)))
+        actions["drain"] = {"action": "braked", "reason": None, "previous_reason": None, "why": d.brake}
     elif d.node_action == "drain":
         out = slurm.apply_drain(backend, node, d.reason, state_dir=state_dir, log=log, check=d.failure.check)
         actions["drain"] = {"action": action_words(out.action, would) if would else out.action, "reason": out.reason,
@@ -142,6 +147,20 @@ def decide_and_apply(backend: Any, node: str, results: List[Any], *, state_dir: 
     return actions
 
 
+def _braked(settings: Any, node: str, decision: Any, log: Any, backend: Any) -> Optional[str]:
+    """The mass-drain brake's answer, read once per run (cached on the decision's check)."""
+    key = (node, decision.failure.check)
+    if key not in _BRAKE_CACHE:
+        from gcm_checks.commands.prolog import _brake
+
+        why = _brake(settings, node, decision, log)
+        _BRAKE_CACHE[key] = why[len("braked: "):] if why else None
+    return _BRAKE_CACHE[key]
+
+
+_BRAKE_CACHE: Dict[Any, Optional[str]] = {}
+
+
 def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float) -> int:
     from gcm_checks import runner, slurm
     from gcm_checks.commands._suite import emit_json, render_table, result_rows, summary_line
@@ -164,8 +183,11 @@ def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float
     from gcm_checks.commands.prolog import node_context
 
     actions = decide_and_apply(backend, node, results, state_dir=str(ctx.state_dir), log=log,
-                               verify_features=args.reapply, context=node_context(args, settings, resume_on_pass=resume))
+                               verify_features=args.reapply, context=node_context(args, settings, resume_on_pass=resume),
+                               settings=settings)
     decision = actions.pop("_decision")
+    if decision.brake:
+        v = decision.verdict  # suspected cluster-wide cause: unknown, not a hardware verdict
     log.info("done", verdict=v.value, duration_s=round(time.monotonic() - t0, 4), actions=actions, decision=decision.admin)
     if not getattr(args, "dry_run", False):
         housekeeping(settings, node, log)

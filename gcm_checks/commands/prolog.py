@@ -187,7 +187,8 @@ def _brake(settings: Any, node: str, decision: Any, log: Any) -> Optional[str]:
     if why is None:
         return None
     log.error("mass_drain_brake", check=decision.failure.check, reason=decision.reason, why=why)
-    return "braked"
+    _say(f"gcm-checks {decision.mode} {node}: NOT DRAINED - {why}; our finding: {decision.reason}")
+    return "braked: " + why
 
 
 def render(args: argparse.Namespace, kind: str, node: str, results: List[Any], v: Any, drain_reason: Optional[str],
@@ -220,7 +221,7 @@ def _run(args, settings, node, job_id, log, t0) -> int:
     from pathlib import Path
 
     from gcm_checks import runner
-    from gcm_checks.decide import EXIT_OK, decide
+    from gcm_checks.decide import decide
     from gcm_checks.result import Status
 
     ctx = runner.build_context(settings, sim=args.sim, budget_s=args.budget, dry_run=bool(getattr(args, "dry_run", False)))
@@ -238,9 +239,11 @@ def _run(args, settings, node, job_id, log, t0) -> int:
     results, v, _ = run_checks(args, "prolog", ctx, log)
     decision = decide(results, "prolog", node_context(args, settings))
     action = apply_decision(args, settings, node, ctx, decision, log)
+    if action and action.startswith("braked: "):
+        # Suspected cluster-wide cause: unknown, no drain, no requeue.
+        decision = decide(results, "prolog", node_context(args, settings, brake=action[len("braked: "):]))
+        v, action = decision.verdict, "braked"
     code = decision.exit_code
-    if action == "braked":
-        code = EXIT_OK  # suspected cluster-wide cause: do not requeue either
     counts = {s.value: sum(1 for r in results if r.status is s) for s in Status}
     log.info("done", verdict=v.value, counts=counts, duration_s=round(time.monotonic() - t0, 4), action=action,
              decision=decision.admin)
@@ -253,7 +256,7 @@ def _telemetry(results: List[Any], settings: Any, node: str, job_id: Optional[st
                log: Any, xids: Any = None) -> None:
     gauges = {"gcm_config_error": 1.0 if getattr(settings, "config_error", None) else 0.0,
               "gcm_would_drain": 1.0 if action == "would drain" else 0.0,
-              "gcm_drain_braked": 1.0 if action == "braked" else 0.0}
+              "gcm_drain_braked": 1.0 if (action or "").startswith("braked") else 0.0}
     """Metrics sinks (Prometheus textfile, OTLP) when configured; never a verdict.
 
     The prolog writes only the local textfile: it must not wait on a network
