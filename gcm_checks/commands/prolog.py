@@ -104,10 +104,11 @@ def _say(line: str) -> None:
 
 
 def node_context(args: argparse.Namespace, settings: Any, **kw: Any) -> Any:
-    from gcm_checks import slurm
     from gcm_checks.decide import NodeContext
 
-    return NodeContext(report_only=slurm.report_only(settings), dry_run=bool(getattr(args, "dry_run", False)),
+    # As slurm.report_only(), without importing slurm.py on the healthy path.
+    report_only = bool(settings.get("report_only")) or bool(settings.get("slurm.report_only"))
+    return NodeContext(report_only=report_only, dry_run=bool(getattr(args, "dry_run", False)),
                        config_error=getattr(settings, "config_error", None), **kw)
 
 
