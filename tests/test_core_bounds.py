@@ -47,13 +47,22 @@ def test_state_files_nested_absurdly_deep_do_not_end_the_health_run(tmp_path):
     sd = tmp_path / "state"
     sd.mkdir(mode=0o755)
     deep = "{\"a\":" * 100000 + "1" + "}" * 100000
-    for name in ("slurm-drain.node1.json", "slurm-features.node1.json", "ib-counters.json", "xid-state.json",
-                 "xid-history.json", "last-scan.json"):
+    from gcm_checks.checks.ib import BASELINE_FILE
+    from gcm_checks.xid.scan import STATE_HISTORY, STATE_LAST_SCAN
+
+    for name in ("slurm-drain.node1.json", "slurm-features.node1.json", "would-drain.node1.json", BASELINE_FILE,
+                 STATE_HISTORY, STATE_LAST_SCAN):
         (sd / name).write_text(deep)
-    p = gcm("health", "--config", str(c), "--sim", "healthy", "--dry-run", "--json", "--node", "node1")
+    klog = tmp_path / "kern.log"
+    klog.write_text("")
+    # Real (non-simulated) code path: the XID scan reads its last-scan mark.
+    c.write_text(f"log_path: {tmp_path}/log/gcm.jsonl\nstate_dir: {sd}\nbudget_s: 6\n"
+                 f"xid: {{source: file, kernel_log_path: {klog}}}\ninfiniband: {{sysfs_root: {tmp_path}/nosys}}\n")
+    p = gcm("health", "--config", str(c), "--dry-run", "--json", "--node", "node1")
     assert p.returncode == 0, p.stderr
     assert "RecursionError" not in p.stderr + p.stdout
-    assert json.loads(p.stdout)["verdict"] in ("pass", "unknown", "warn")
+    doc = json.loads(p.stdout)
+    assert not [r for r in doc["results"] if r["check"].startswith("xid.") and r["status"] == "unknown"], doc["results"]
 
 
 # ---------------------------------------------------------------- unsafe dirs
