@@ -21,6 +21,12 @@ Exit statuses (the contract with slurmd, docs/slurm.md):
       could not make the drain it decided (Slurm drains with "Epilog error")
 ====  =======================================================================
 
+Who owns a drain already on the node is not an input here: learning it costs
+a Slurm read, which a healthy run must not make. The decision says "drain"
+or "resume-if-passed"; ``slurm.apply_drain`` / ``slurm.apply_resume`` then
+read the node once and keep someone else's drain (their outcome - drained,
+already, kept_foreign, error - goes back through ``settle``).
+
 This module is on the prolog path: it imports nothing beyond result.py.
 """
 
@@ -100,8 +106,6 @@ class NodeContext:
     dry_run: bool = False  # --dry-run: say, do not do
     config_error: Optional[str] = None  # the config could not be used; built-in defaults ran
     resume_on_pass: bool = True  # health: lift our own drain when its check passes again
-    jobs_on_node: Optional[int] = None  # running jobs, when known (for the admin's line)
-    drain_owner: Optional[str] = None  # "gcm", "other" or None (not drained / not read)
     brake: Optional[str] = None  # mass-drain brake engaged: why (gcm_checks.brake)
 
     @property
