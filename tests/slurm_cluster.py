@@ -222,11 +222,20 @@ class SlurmCluster:
             ],
         )
         self._wait_port(self.db_port, "mariadbd", 60)
+        # The TCP port can open a moment before the unix socket exists (seen
+        # on a loaded 2-core host with a second cluster booting).
+        end = time.monotonic() + 30
+        while not os.path.exists(self.db_socket) and time.monotonic() < end:
+            time.sleep(0.05)
         sql = (
             "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'gcmtest';"
             "GRANT ALL ON *.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;"
         )
-        res = run([_BINARIES["mariadb"], "--no-defaults", f"--socket={self.db_socket}", "-uroot", "-e", sql], timeout=30, env=self.env)
+        for _ in range(5):
+            res = run([_BINARIES["mariadb"], "--no-defaults", f"--socket={self.db_socket}", "-uroot", "-e", sql], timeout=30, env=self.env)
+            if res.ok:
+                break
+            time.sleep(1)
         if not res.ok:
             raise ClusterError(f"mariadb user setup: {res.describe()}")
 

@@ -179,7 +179,8 @@ def make_classifier(exit_info: Mapping[str, Any], show: Mapping[str, str]):
 def _run(args, settings, node, job_id, log, t0) -> int:
     from gcm_checks import runner
     from gcm_checks.classify import exit_info_from_env
-    from gcm_checks.commands.prolog import _telemetry, apply_decision, node_context, render, run_checks
+    from gcm_checks.commands.prolog import _telemetry, render, run_checks
+    from gcm_checks.node_action import apply_decision, node_context
     from gcm_checks.decide import decide, is_would_drain, settle
     from gcm_checks.result import Status
 

@@ -107,7 +107,7 @@ def decide_and_apply(backend: Any, node: str, results: List[Any], *, state_dir: 
     if d.report_only or d.failure is None:
         from types import SimpleNamespace
 
-        from gcm_checks.commands.prolog import note_would_drain
+        from gcm_checks.node_action import note_would_drain
 
         note_would_drain(SimpleNamespace(state_dir=state_dir, node=node), d, log)
     actions: Dict[str, Any] = {}
@@ -151,9 +151,9 @@ def _braked(settings: Any, node: str, decision: Any, log: Any, backend: Any) -> 
     """The mass-drain brake's answer, read once per run (cached on the decision's check)."""
     key = (node, decision.failure.check)
     if key not in _BRAKE_CACHE:
-        from gcm_checks.commands.prolog import _brake
+        from gcm_checks.node_action import brake_for
 
-        why = _brake(settings, node, decision, log)
+        why = brake_for(settings, node, decision, log)
         _BRAKE_CACHE[key] = why[len("braked: "):] if why else None
     return _BRAKE_CACHE[key]
 
@@ -180,7 +180,7 @@ def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float
     backend = slurm.backend_from_settings(settings, dry_run=getattr(args, "dry_run", False),
                                           out=sys.stderr if args.json else sys.stdout, log=log)
     resume = bool(settings.get("slurm.resume_on_pass", True)) and not args.no_resume
-    from gcm_checks.commands.prolog import node_context
+    from gcm_checks.node_action import node_context
 
     actions = decide_and_apply(backend, node, results, state_dir=str(ctx.state_dir), log=log,
                                verify_features=args.reapply, context=node_context(args, settings, resume_on_pass=resume),

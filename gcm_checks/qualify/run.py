@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from gcm_checks.qualify.levels import Level
-from gcm_checks.result import CheckResult, Status, first_failure, verdict
+from gcm_checks.result import CheckResult, Status, verdict
 
 QUALIFIED_FEATURE = "gcm_qualified"
 
