@@ -5,10 +5,10 @@ policy, one ranking of failures, one report-only path and one dry-run
 wording. The commands only apply the decision (``gcm_checks.slurm``) and
 render it; nothing here talks to Slurm, prints or exits.
 
-Ranking (severity, then certainty): a hardware XID (NVIDIA's verdict with
-its remedy) and a GPU that is gone or wedged name the drain before a GPU
-missing from the count, before a DCGM finding, memory faults, a dead rail, a
-PCIe width, and last the soft signals (temperature, throttling). Among equals the suite's order wins,
+Ranking (severity, then certainty): a GPU that is gone or wedged names the
+drain before a hardware XID (NVIDIA's verdict with its remedy), a GPU missing
+from the count, a DCGM finding, memory faults, a dead rail, a PCIe width, and
+last the soft signals (temperature, throttling). Among equals the suite's order wins,
 so the reason is stable from run to run.
 
 Exit statuses (the contract with slurmd, docs/slurm.md):
@@ -48,11 +48,12 @@ MODES = ("prolog", "epilog", "health", "qualify")
 # Check-id prefixes, most severe/certain first. An id matches its longest
 # listed prefix; an unlisted id ranks after every listed one.
 RANKING: Tuple[str, ...] = (
-    # An XID NVIDIA's catalog calls hardware is the same event as a lost GPU
-    # but carries NVIDIA's remedy, and its drain is never lifted by a later
-    # "no new XID" pass: it names the drain when both are there (epilog).
-    "xid.",
-    "gpu.responsive",  # fallen off the bus / wedged: no job can use it
+    # A lost or wedged GPU first: no job can use it, and it is a state a later
+    # run re-measures, so health lifts the drain once the GPU answers again
+    # after a reset. The XID that often comes with it is an event ("no new
+    # XID" proves no repair) and names the drain only when the GPU answers.
+    "gpu.responsive",
+    "xid.",  # NVIDIA's catalog says reset / reboot / RMA
     "gpu.nvml",  # driver and library disagree, NVML cannot start
     "gpu.gather",
     "gpu.count",  # a GPU missing from the bus

@@ -29,7 +29,7 @@ XID = failed("xid.hardware", "XID 79", "GPU 3 (00000000:3B:00.0)")
     ([HOT, PCIE, LOST], LOST),  # a lost GPU before a PCIe width before a temperature
     ([HOT, PCIE], PCIE),
     ([PCIE, IB], IB),  # a dead rail before a slow PCIe link
-    ([LOST, XID], XID),  # the same event: NVIDIA's verdict carries the remedy
+    ([XID, LOST], LOST),  # the same event: the re-measurable state names it (health can lift it)
     ([passed("gpu.count", "ok"), warned("gpu.temperature", "warm"), unknown("ib.gather", "?")], None),
 ])
 def test_one_ranking_names_the_drain(results, want):
@@ -161,9 +161,9 @@ def test_report_only_health_changes_nothing_and_node_status_says_what_would_have
     assert doc["actions"]["drain"]["action"] == "would drain"
     assert "update" not in (calls.read_text() if calls.exists() else "")  # no drain, no feature, no Extra
     st = gcm("node", "status", "node1", "--config", str(c), env={"SLURMD_NODENAME": "node1"})
-    assert "would drain (report-only, health at" in st.stdout and "XID 79 GPU 3" in st.stdout, st.stdout + st.stderr
+    assert "would drain (report-only, health at" in st.stdout and "GPU 3 lost" in st.stdout, st.stdout + st.stderr
     js = json.loads(gcm("node", "status", "node1", "--json", "--config", str(c), env={"SLURMD_NODENAME": "node1"}).stdout)
-    assert js["nodes"][0]["would_drain"]["reason"].startswith("gcm: XID 79 GPU 3")
+    assert js["nodes"][0]["would_drain"]["reason"].startswith("gcm: GPU 3 lost")
     # healthy again: the record goes
     gcm("health", "--config", str(c), "--sim", "healthy", "--node", "node1")
     st = gcm("node", "status", "node1", "--config", str(c), env={"SLURMD_NODENAME": "node1"})

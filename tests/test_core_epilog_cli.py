@@ -89,9 +89,11 @@ def test_sim_gpu_lost_drains_with_the_xid_action_and_writes_one_report(cfg, tmp_
     p = epilog(c, "--sim", "gpu-lost", env={"SLURM_JOB_EXIT_CODE2": "1:0", "SLURM_JOB_EXIT_CODE": "256"})
     doc = json.loads(p.stdout)
     assert p.returncode == 0 and doc["verdict"] == "fail"
-    # One ranking (decide.RANKING): the hardware XID names the drain, ahead of
-    # the same event seen as a lost GPU; the first 20 characters say it.
-    assert doc["drain_reason"].startswith("gcm: XID 79 GPU 3 (xid.hardware) 00000000:5D:00.0: XID 79"), doc["drain_reason"]
+    # One ranking (decide.RANKING), as in the prolog and health: the lost GPU
+    # names the drain (health lifts it once the GPU answers again); the
+    # first 20 characters say it.
+    assert doc["drain_reason"].startswith("gcm: GPU 3 lost (gpu.responsive)"), doc["drain_reason"]
+    assert any(r["check"] == "xid.hardware" and r["status"] == "fail" for r in doc["results"])
     assert doc["xids"][0]["gpu_index"] == 3  # PCI bus id mapped to the GPU index
     report = json.loads((tmp_path / "reports" / "101" / "report.json").read_text())
     assert report["classification"]["category"] == "gpu_hardware"

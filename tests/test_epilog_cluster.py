@@ -46,8 +46,9 @@ def test_epilog_drains_after_an_xid_and_the_job_still_completes(gcm_scripts_clus
     assert info["JobState"] == "FAILED"
     node = _wait(lambda: (lambda n: n if "DRAIN" in n.get("State", "") else None)(c.node("node2")))
     assert node, c.node("node2")
-    assert node["Reason"].startswith("gcm: xid.hardware: GPU 3 (00000000:5D:00.0): XID 79"), node["Reason"]
-    assert c.sinfo_reasons()["node2"].startswith("gcm: xid.hardware")
+    assert node["Reason"].startswith("gcm: XID 79 GPU 3 (xid.hardware) 00000000:5D:00.0: XID 79"), node["Reason"]
+    # sinfo -R's default 20 columns name the XID and the GPU
+    assert c.sinfo_reasons()["node2"][:20] == "gcm: XID 79 GPU 3 (x"
     assert c.sdiag_rpc_counts().get("REQUEST_UPDATE_NODE", 0) == 1  # the drain, nothing else
     report = os.path.join(c.root, "reports", str(job), "report.json")
     assert _wait(lambda: os.path.exists(report), 15)
