@@ -50,8 +50,8 @@ EXIT_TABLE = """exit status:
          the node is drained 'gcm: ...'), epilog could not make the drain it
          decided (Slurm drains 'Epilog error'), health drained the node
   other commands:
-    0 ok, 1 check failed / refused / config error, 2 usage, 3 internal error,
-    130 interrupted
+    0 ok, 1 check failed or refused ('config check': the config is bad),
+    2 usage or configuration error, 3 internal error, 130 interrupted
 """
 
 

@@ -189,3 +189,16 @@ def test_fifty_healthy_prologs_at_once_with_a_1s_budget_never_drain(tmp_path):
     docs = [json.loads(out) for _, out, _ in outs]
     assert all(d["verdict"] in ("pass", "unknown") and d["drain_reason"] is None for d in docs)
     assert not any(r["status"] == "fail" for d in docs for r in d["results"])
+
+
+def test_admin_commands_report_an_internal_error_as_3_in_one_line(monkeypatch, capsys):
+    from gcm_checks import cli
+    from gcm_checks.commands import why
+
+    def boom(args):
+        raise RuntimeError("simulated")
+
+    monkeypatch.setattr(why, "run", boom)
+    assert cli.main(["why", "1"]) == 3
+    err = capsys.readouterr().err
+    assert err.strip() == "gcm-checks why: UNKNOWN - internal error: RuntimeError: simulated"
