@@ -91,6 +91,29 @@ def brake_for(settings: Any, node: str, decision: Any, log: Any) -> Optional[str
         return None
     if why is None:
         return None
-    log.error("mass_drain_brake", check=decision.failure.check, reason=decision.reason, why=why)
-    _say(f"gcm-checks {decision.mode} {node}: NOT DRAINED - {why}; our finding: {decision.reason}")
+    if _first_alert(settings, node, decision.failure.check):
+        # One alert per node and check per brake window, not one per job.
+        log.error("mass_drain_brake", check=decision.failure.check, reason=decision.reason, why=why)
+        _say(f"gcm-checks {decision.mode} {node}: NOT DRAINED - {why}; our finding: {decision.reason}")
+    else:
+        log.info("mass_drain_brake_again", check=decision.failure.check, why=why)
     return "braked: " + why
+
+
+def _first_alert(settings: Any, node: str, check: str) -> bool:
+    import time
+
+    from gcm_checks import state
+
+    window = float(settings.get("slurm.brake_window_s") or 900.0)
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in f"{node}.{check}")
+    path = os.path.join(os.path.expanduser(str(settings.get("state_dir"))), f"brake-alert.{safe}.json")
+    rec = state.read_json(path)
+    now = time.time()
+    if rec and isinstance(rec.get("time"), (int, float)) and now - rec["time"] < window:
+        return False
+    try:
+        state.write_json_atomic(path, {"node": node, "check": check, "time": now}, fsync=False)
+    except OSError:
+        pass  # cannot remember: alert every time rather than never
+    return True

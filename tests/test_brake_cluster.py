@@ -107,6 +107,12 @@ def test_nodes_failing_together_stop_draining_at_the_share(cluster4):
         assert "NOT DRAINED - suspected cluster-wide cause" in r.stderr
     log = [json.loads(x) for x in open(os.path.join(c.logdir, "gcm-checks.log")) if '"mass_drain_brake"' in x]
     assert {e["node"] for e in log} == {"node3", "node4"} and all(e["level"] == "error" for e in log)
+    # Still failing on the next run: braked again, but one alert per node and check per window.
+    again = _gcm(c, "health", "node3")
+    assert again.returncode == 0 and "NOT DRAINED" not in again.stderr
+    log = [json.loads(x) for x in open(os.path.join(c.logdir, "gcm-checks.log")) if '"mass_drain_brake' in x]
+    assert [e["event"] for e in log if e["node"] == "node3"] == ["mass_drain_brake", "mass_drain_brake_again"]
+    assert "DRAIN" not in c.node("node3")["State"]
 
 
 @pytest.mark.slurm
