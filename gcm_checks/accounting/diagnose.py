@@ -379,6 +379,20 @@ def failure_trends(
         def fetch(**kw: Any) -> Iterable[Dict[str, str]]:
             return slurm.sacct_stream(sacct=acc.sacct, timeout=acc.timeout_s, notes=notes, **kw)
     rows = fetch(since=since, until=until, partition=partition)
+    stored = _stored_report_keys(settings) if settings is not None else set()
+    by_fields: Dict[Tuple[Any, ...], Dict[str, Any]] = {}
+
+    def from_sacct(rec: Any) -> Dict[str, Any]:
+        # Without a report the verdict depends on these fields alone (judge.classify_run):
+        # a week has a few hundred distinct combinations, not a million.
+        k = (rec.state_raw or rec.state, rec.exit_code, rec.signal, rec.derived_exit_code, rec.reason,
+             rec.requeued, bool(rec.failed_steps))
+        c = by_fields.get(k)
+        if c is None:
+            c = trends.classify_for_trends(rec, None, classify_run)
+            if len(by_fields) < 10_000:
+                by_fields[k] = c
+        return c
 
     def runs() -> Iterable[Dict[str, Any]]:
         for group in iter_records(rows, notes=notes):
@@ -388,11 +402,18 @@ def failure_trends(
                 if rec.placeholder or not rec.final or rec.end is None or not since <= rec.end <= until:
                     continue
                 siblings = [e for e in ends if e != rec.end]
-                report = find_report(settings, rec, siblings)[0] if settings is not None else None
+                report = None
+                if stored and _may_have_report(rec, stored):
+                    report = find_report(settings, rec, siblings)[0]
                 failed = rec.failed or bool(report and (report.get("outcome") or {}).get("failed"))
                 # Only failures are categorised (aggregate counts the rest): classifying a
                 # million successes is most of the time and tells nothing.
-                c = trends.classify_for_trends(rec, report, classify_run) if failed else {}
+                if not failed:
+                    c: Dict[str, Any] = {}
+                elif report is not None:
+                    c = trends.classify_for_trends(rec, report, classify_run)
+                else:
+                    c = from_sacct(rec)
                 yield dict(c, key=rec.key, nodes_expr=rec.nodes, failed=failed, partition=rec.partition)
 
     doc = trends.aggregate(runs(), top=top)
@@ -401,6 +422,25 @@ def failure_trends(
     doc["notes"] = notes.to_list()
     doc["sacct"] = notes.to_dict()
     return doc
+
+
+def _stored_report_keys(settings: Any) -> set:
+    """Names of the report directories on this machine, read once: a run
+    whose keys are not among them has no report, without three opens per run."""
+    from gcm_checks.report.model import ReportSettings
+
+    try:
+        with os.scandir(ReportSettings.coerce(_plain(settings)).report_dir) as it:
+            return {e.name for e in it}
+    except OSError:
+        return set()
+
+
+def _may_have_report(rec: Any, stored: set) -> bool:
+    from gcm_checks.report.spool import safe_name
+
+    keys = [rec.key, rec.job_id] + [f"{rec.job_id}.{i}" for i in range(1, max(rec.runs, rec.run + 1) + 1)]
+    return any(safe_name(k) in stored for k in keys)
 
 
 def _iso_local(t: float) -> str:
