@@ -244,3 +244,21 @@ def test_simulated_kernel_log_feeds_sxids_to_the_epilog_check(tmp_path):
                           dry_run=True, gpu_bus_ids=lambda: {}, remaining=lambda: 10.0)
     facts = xchecks.gather_xid(ctx)
     assert [e.sxid for e in facts.sxids] == [20034, 12028, 19049, 23001]
+
+
+def test_journal_source_reads_fallen_off_and_sxids(tmp_path):
+    import stat
+    import sys
+    import textwrap
+
+    exe = tmp_path / "journalctl"
+    exe.write_text(f"#!{sys.executable}\n" + textwrap.dedent("""
+        print("2026-11-30T10:00:00.100000+0000 n1 kernel: NVRM: GPU 0000:29:00.0: GPU has fallen off the bus.")
+        print("2026-11-30T10:00:01.000000+0000 n1 kernel: nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 30 LTSSM Fault Up")
+        print("2026-11-30T10:00:02.000000+0000 n1 kernel: eth0: link up")
+    """))
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    start = kl.parse_iso("2026-11-30T10:00:00Z")
+    evs = list(xscan.scan_all(kl.read_journal(start, start + 60, timeout=10, journalctl=str(exe)), BUS_MAP))
+    assert [(type(e).__name__, getattr(e, "xid", None) or getattr(e, "sxid", None)) for e in evs] == [
+        ("XidEvent", 79), ("SxidEvent", 20034)]
