@@ -43,7 +43,13 @@ XID_MARK = b"NVRM: Xid"
 # What the fast file path searches for (issue 18): XID lines, the driver's
 # fallen-off-the-bus text that comes without an Xid line (single-line and the
 # opening of the three-line form), and NVSwitch SXids (no "NVRM" in them).
-FILE_MARKS = (XID_MARK, b"fallen off the bus", b"NVRM: The NVIDIA GPU", b"SXid (")
+# "NVRM: The NVIDIA GPU <bus>", the opening of the three-line form, is not a
+# mark of its own (one more pass over every chunk): a "fallen off the bus"
+# hit looks back for it (LOOKBACK).
+FILE_MARKS = (XID_MARK, b"fallen off the bus", b": SXid (")
+LOOKBACK_MARK = b"fallen off the bus"
+LOOKBACK = (b"NVRM: The NVIDIA GPU", b"NVRM: (PCI ID")
+LOOKBACK_LINES = 2
 # What the line-by-line sources (kmsg, journal, text) keep.
 KERNEL_MARKS = (DEFAULT_CONTAINS, b"SXid")
 FOLLOW_LINES = 4  # lines after an XID examined for its continuation
@@ -375,9 +381,31 @@ def _candidates_multi(buf: Any, begin: int, end: int, marks: Tuple[bytes, ...], 
         start = r + 1 if r >= 0 else pos
         nl = buf.find(b"\n", hit, end)
         nl = end - 1 if nl < 0 else nl
+        if nxt.get(LOOKBACK_MARK) == hit:
+            yield from _look_back(buf, pos, start)
         yield buf[start:nl].decode("utf-8", "replace").rstrip("\r")
         left[0] = follow
         pos = nl + 1
+
+
+def _look_back(buf: Any, pos: int, start: int) -> Iterator[str]:
+    """The opening lines of the three-line fallen-off-the-bus message before
+    ``start`` (not yet yielded: at or after ``pos``), oldest first. Lines in
+    the previous 1 MiB chunk are out of reach: the event is then read from
+    its last line alone (XID 79 without a bus id)."""
+    found: List[str] = []
+    end = start
+    for _ in range(LOOKBACK_LINES):
+        if end <= pos:
+            break
+        r = buf.rfind(b"\n", pos, end - 1)
+        b = r + 1 if r >= 0 else pos
+        line = buf[b:end - 1]
+        if not any(m in line for m in LOOKBACK):
+            break
+        found.append(line.decode("utf-8", "replace").rstrip("\r"))
+        end = b
+    yield from reversed(found)
 
 
 def _open_log_file(path: str) -> IO[bytes]:
