@@ -119,3 +119,26 @@ def test_line_stream_kills_at_the_deadline(tmp_path):
 def test_line_stream_missing_binary():
     s = LineStream(["/nonexistent/sacct"], timeout=1.0)
     assert list(s) == [] and s.result.outcome is Outcome.MISSING
+
+
+def test_failures_cli_streams_and_exits_3_when_sacct_dies_midway(tmp_path, capsys):
+    import json as _json
+
+    from gcm_checks.cli import main
+
+    bad = tmp_path / "sacct"
+    bad.write_text("#!/bin/sh\necho '1|1|x|u|1|p|FAILED|1:0|0:0|None|00:00:01|01:00:00||n1|"
+                   "2026-11-30T00:00:00|2026-11-30T00:00:00|2026-11-30T00:00:01|/w'\n"
+                   "echo 'sacct: error: slurmdbd: connection lost' >&2\nexit 1\n")
+    bad.chmod(0o755)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"accounting:\n  sacct: {bad}\nstate_dir: {tmp_path}/st\n")
+    assert main(["failures", "--config", str(cfg), "--since", "2026-11-01"]) == 3
+    assert "connection lost" in capsys.readouterr().err
+    good = tmp_path / "sacct2"
+    good.write_text(f"#!/bin/sh\nGCM_FAKE_SACCT_ROWS=400 exec {sys.executable} {FAKE_SACCT}\n")
+    good.chmod(0o755)
+    cfg.write_text(f"accounting:\n  sacct: {good}\nstate_dir: {tmp_path}/st\n")
+    assert main(["failures", "--config", str(cfg), "--since", "2020-01-01", "--until", "2030-01-01", "--json"]) == 0
+    doc = _json.loads(capsys.readouterr().out)
+    assert doc["runs"] == 100 and doc["sacct"]["rows"] == 400 and doc["notes"] == []
