@@ -142,3 +142,28 @@ def test_failures_cli_streams_and_exits_3_when_sacct_dies_midway(tmp_path, capsy
     assert main(["failures", "--config", str(cfg), "--since", "2020-01-01", "--until", "2030-01-01", "--json"]) == 0
     doc = _json.loads(capsys.readouterr().out)
     assert doc["runs"] == 100 and doc["sacct"]["rows"] == 400 and doc["notes"] == []
+
+
+@pytest.mark.parametrize("tz", ["UTC", "America/New_York", "Europe/Berlin", "Asia/Kolkata"])
+def test_fast_parse_time_matches_mktime_across_dst(tz, monkeypatch):
+    import time as _time
+
+    from gcm_checks.accounting import records
+
+    monkeypatch.setenv("TZ", tz)
+    _time.tzset()
+    records._HOUR_CACHE.clear()
+    try:
+        for stamp in ("2026-03-08T01:59:59", "2026-03-08T03:00:00", "2026-11-01T00:30:00", "2026-11-01T01:30:00",
+                      "2026-11-01T02:30:00", "2026-03-29T01:59:59", "2026-03-29T03:00:01", "2026-10-25T02:30:00",
+                      "2026-12-31T23:59:59", "2024-02-29T12:00:00"):
+            want = _time.mktime(_time.strptime(stamp, "%Y-%m-%dT%H:%M:%S"))
+            assert records.parse_time(stamp) == want, (tz, stamp)
+            assert records.parse_time(stamp, utc=True) == float(__import__("calendar").timegm(
+                _time.strptime(stamp, "%Y-%m-%dT%H:%M:%S")))
+        for bad in ("Unknown", "None", "", "2026-13-01T00:00:00", "2026-11-30T01:02", "2026-11-30T01:xx:00"):
+            assert records.parse_time(bad) is None, bad
+    finally:
+        records._HOUR_CACHE.clear()
+        monkeypatch.delenv("TZ")
+        _time.tzset()
