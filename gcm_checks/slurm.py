@@ -35,7 +35,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 try:  # Python >= 3.8
     from typing import Protocol
@@ -1076,29 +1076,85 @@ SACCT_FIELDS: Tuple[str, ...] = (
 SACCT_TIMEOUT_S = 30.0
 
 
-def parse_sacct(text: str, fields: Sequence[str]) -> List[Dict[str, str]]:
+def parse_sacct(text: str, fields: Sequence[str], notes: Any = None) -> List[Dict[str, str]]:
     """Rows of ``sacct --parsable2 --noheader -o <fields>`` as dicts.
 
-    A header line (someone forgot --noheader) is skipped. A row with the wrong
-    number of columns (a '|' inside a job name) keeps the fixed fields right
-    by joining the extra columns into JobName when it is present.
+    See ``iter_sacct_rows``; ``notes`` (``accounting.records.SacctNotes``)
+    counts what was reassembled or dropped.
     """
+    return list(iter_sacct_rows(text.splitlines(), fields, notes))
+
+
+# A record starts with a job id: 123, 123_4, 123_[1-5], 123+0, then a step
+# suffix (.batch, .extern, .0). Anything else at a line start continues the
+# previous record: a newline inside JobName or WorkDir (issue 18).
+_RECORD_START_RE = r"^\d+(?:_(?:\d+|\[[^\]|]*\]))?(?:\+\d+)?(?:\.[A-Za-z0-9_-]+)?\|"  # compiled on first use:
+# this module is on the prolog path (rule 7)
+
+
+def iter_sacct_rows(lines: Iterable[str], fields: Sequence[str], notes: Any = None) -> Iterator[Dict[str, str]]:
+    """Rows of ``sacct --parsable2 --noheader`` output, streaming, losing nothing silently.
+
+    * A header line (someone forgot --noheader) is skipped.
+    * A '|' inside a job name gives too many columns: the extra ones are
+      joined back into JobName, so the fixed fields stay right.
+    * A newline inside a field splits one record over several lines: the
+      lines that do not start like a record (a job id and '|') are joined to
+      the record before them with "\\n" and it is kept when the columns then
+      add up ("reassembled").
+    * Anything else that cannot be read is dropped and counted, with its
+      reason, in ``notes`` (``notes.drop(reason)``), never silently.
+    """
+    record_start = re.compile(_RECORD_START_RE).match  # re caches the compiled pattern
     names = list(fields)
-    rows: List[Dict[str, str]] = []
-    for ln in text.splitlines():
+    n = len(names)
+    jobname = names.index("JobName") if "JobName" in names else -1
+    reassemble = bool(names) and names[0] == "JobID"
+    pending: Optional[str] = None
+    parts = 1
+
+    def finish(rec: str, joined: int) -> Optional[Dict[str, str]]:
+        cols = rec.split("|")
+        if cols == names:
+            return None
+        if len(cols) > n and jobname >= 0:
+            extra = len(cols) - n
+            cols = cols[:jobname] + ["|".join(cols[jobname:jobname + extra + 1])] + cols[jobname + extra + 1:]
+        if len(cols) != n:
+            if notes is not None:
+                notes.drop(f"{len(cols)} columns instead of {n}" + (" after joining lines" if joined > 1 else ""))
+            return None
+        if joined > 1 and notes is not None:
+            notes.reassembled += 1
+        return dict(zip(names, cols))
+
+    for ln in lines:
+        if notes is not None:
+            notes.lines += 1
+        if reassemble and pending is not None and not record_start(ln):
+            have = pending.count("|") + 1
+            if ln == "" and have >= n:
+                continue  # a blank line between records
+            if have < n or "|" not in ln:
+                pending += "\n" + ln
+                parts += 1
+                continue
+        if pending is not None:
+            row = finish(pending, parts)
+            if row is not None:
+                yield row
+            pending = None
         if not ln.strip():
             continue
-        cols = ln.split("|")
-        if cols == names:
+        if reassemble and not record_start(ln) and ln.split("|") != names:
+            if notes is not None:
+                notes.drop("a line that is not a sacct record")
             continue
-        if len(cols) > len(names) and "JobName" in names:
-            i = names.index("JobName")
-            extra = len(cols) - len(names)
-            cols = cols[:i] + ["|".join(cols[i:i + extra + 1])] + cols[i + extra + 1:]
-        if len(cols) != len(names):
-            continue
-        rows.append(dict(zip(names, cols)))
-    return rows
+        pending, parts = ln, 1
+    if pending is not None:
+        row = finish(pending, parts)
+        if row is not None:
+            yield row
 
 
 def is_placeholder_row(row: Dict[str, str]) -> bool:
@@ -1177,6 +1233,40 @@ def sacct_rows(
     if not res.ok:
         raise SlurmError(res.describe())
     return parse_sacct(res.stdout, fields)
+
+
+def sacct_stream(
+    *,
+    since: Optional[float] = None,
+    until: Optional[float] = None,
+    job_ids: Sequence[str] = (),
+    partition: Optional[str] = None,
+    fields: Sequence[str] = SACCT_FIELDS,
+    duplicates: bool = True,
+    sacct: Optional[str] = None,
+    timeout: float = SACCT_TIMEOUT_S,
+    env: Optional[Dict[str, str]] = None,
+    notes: Any = None,
+) -> Iterator[Dict[str, str]]:
+    """``sacct_rows`` streamed: rows as sacct prints them, memory independent
+    of their number (``failures --since 7d`` over a fleet: a million rows).
+
+    Raises ``SlurmError`` when sacct is missing (at the first row) or, after
+    the last row, when it failed or ran past ``timeout`` - so a caller never
+    mistakes a cut-off listing for a complete one.
+    """
+    from gcm_checks.proc import LineStream, which
+
+    path = which(sacct or "sacct")
+    if not path:
+        raise SlurmError("sacct: not found (set accounting.sacct)")
+    argv = sacct_argv(path, since=since, until=until, job_ids=job_ids, partition=partition, fields=fields,
+                      duplicates=duplicates)
+    stream = LineStream(argv, timeout=timeout, env=env)
+    yield from iter_sacct_rows(stream, fields, notes)
+    res = stream.result
+    if res is None or not res.ok:
+        raise SlurmError(res.describe() if res is not None else "sacct: no result")
 
 
 def sacct_job(job_id: str, **kw: Any) -> List[Dict[str, str]]:

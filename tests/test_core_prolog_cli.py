@@ -25,6 +25,8 @@ EXPECTED = {
     "nvml-mismatch": ("fail", "gpu.nvml", ""),
     # epilog / qualification scenarios: the prolog sees nothing wrong
     "xid-during-job": ("pass", None, None),
+    "fallen-off-bus-no-xid": ("pass", None, None),
+    "nvswitch-fatal": ("pass", None, None),
     "healthy-dcgm": ("pass", None, None),
     "slow-gpu": ("pass", None, None),
 }

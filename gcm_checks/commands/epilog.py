@@ -119,6 +119,7 @@ def evidence_of(ctx: Any, results: List[Any]) -> Dict[str, Any]:
     return {
         "results": [r.to_dict() for r in results],
         "xids": [e.to_dict() for e in getattr(xid_facts, "events", ())],
+        "sxids": [e.to_dict() for e in getattr(xid_facts, "sxids", ())],  # NVSwitch (issue 18)
         "xid_window": list(ctx.window) if ctx.window else None,
         "dcgm_diag": dcgm_facts.to_dict() if hasattr(dcgm_facts, "to_dict") else None,
         "gpus": [
