@@ -94,17 +94,18 @@ def test_one_sacct_call_per_interval_however_many_jobs_ended(tmp_path):
     assert later.refined == [] and later.confirmed == []
 
 
-# key, epilog exit, log -> category at epilog, category after refinement
+# key, epilog exit, log -> category at epilog, category after refinement, outcome after, its headline
 CASES = [
-    ("1", "0:0", "", "success", "success"),
-    ("4", "0:0", "", "success", "timeout_walltime"),  # time limit reads exit 0 at epilog time
-    ("5", "0:0", "", "success", "cancelled_user"),  # so does scancel
-    ("6", "0:0", "", "success", "preempted"),  # requeued run
+    ("1", "0:0", "", "success", "success", "completed", "Completed."),
+    ("4", "0:0", "", "success", "timeout_walltime", "timeout", "Hit its time limit"),  # reads exit 0 at epilog time
+    ("5", "0:0", "", "success", "cancelled_user", "cancelled", "Cancelled by root"),  # so does scancel
+    ("6", "0:0", "", "success", "preempted", "requeued", "Slurm requeued this run"),  # requeued run
 ]
 
 
-@pytest.mark.parametrize("key,exit_status,log,before,after", CASES)
-def test_refinement_changes_category_and_records_where_from(tmp_path, key, exit_status, log, before, after):
+@pytest.mark.parametrize("key,exit_status,log,before,after,outcome,headline", CASES)
+def test_refinement_changes_category_and_records_where_from(tmp_path, key, exit_status, log, before, after, outcome,
+                                                            headline):
     s = settings_for(tmp_path)
     rep = epilog_report(s, key, exit_status=exit_status, log=log)
     assert rep["classification"]["category"] == before
@@ -117,11 +118,13 @@ def test_refinement_changes_category_and_records_where_from(tmp_path, key, exit_
         assert got["classification"]["refined_from"] == before
         assert got["classification"]["refined_at"]
         assert got["classification_at_epilog"]["category"] == before
-        assert got["outcome"]["failed"] is True
     else:
         assert key in summary.confirmed and "refined_from" not in got["classification"]
-    # Every format was rewritten (json last); the text report names the new category.
-    assert after in Path(report_paths(s, key)["report.txt"]).read_text()
+    # The outcome follows accounting: only a time limit is a failure the user is told about.
+    assert got["outcome"]["id"] == outcome
+    assert got["outcome"]["failed"] is got["outcome"]["mailed"] is (outcome == "timeout")
+    # Every format was rewritten (json last); the text report leads with the new outcome.
+    assert headline in Path(report_paths(s, key)["report.txt"]).read_text().splitlines()[0]
 
 
 def test_failed_step_adds_evidence(tmp_path):
@@ -258,7 +261,7 @@ def test_refined_after_the_mail_went_out_is_recorded_not_mailed_twice(tmp_path):
     got = stored(s, "5")
     assert got["classification"]["category"] == "cancelled_user"
     assert got["classification"]["notified_as"] == "success"
-    assert any("not sent again" in n for n in got["notes"])
+    assert any("a correction is sent only when the cause of a failure changed" in n for n in got["notes"])
     assert list(box.items("pending")) == [] and summary.released == []
 
 
@@ -288,7 +291,8 @@ def test_refine_report_is_pure_and_keeps_the_old_answer():
     new, change = refine.refine_report(old, rec, cls, now=T_END)
     assert old["classification"] == {"category": "success", "rule": "exit.success"}  # input untouched
     assert change == {"key": "4", "from": "success", "to": "timeout_walltime"}
-    assert new["outcome"] == {"failed": True, "job_failed": True, "state": "TIMEOUT"}
+    assert {k: new["outcome"][k] for k in ("id", "failed", "job_failed", "state")} == \
+        {"id": "timeout", "failed": True, "job_failed": True, "state": "TIMEOUT"}
     same, none = refine.refine_report(new, rec, cls, now=T_END + 1)
     assert none is None and same["classification"]["refined_from"] == "success"
 

@@ -148,12 +148,26 @@ def refine_report(
     cls = dict(classification)
     new["accounting"] = {"source": "sacct", "checked_at": _iso(now), "run": record.to_dict()}
     job = dict(new.get("job") or {})
+    # Accounting's final word replaces the epilog's provisional state, and
+    # fills what the epilog could not see.
     job["state"] = record.state_raw or record.state
+    for k, v in (("partition", record.partition), ("start", record.start)):
+        if v and not job.get(k):
+            job[k] = v
     new["job"] = job
-    outcome = dict(new.get("outcome") or {})
-    outcome["state"] = record.state_raw or record.state
-    outcome["job_failed"] = bool(outcome.get("job_failed")) or record.failed
-    outcome["failed"] = bool(outcome.get("failed")) or record.failed
+    ctx = dict(new.get("context") or {})
+    if record.requeued:
+        ctx["requeued"] = True
+    new["context"] = ctx
+    new["classification"] = cls
+    from gcm_checks.accounting.records import fmt_duration
+    from gcm_checks.report.build import outcome_dict
+
+    before = dict(new.get("outcome") or {})
+    outcome = outcome_dict(new, job_failed=bool(before.get("job_failed")) or record.failed,
+                           elapsed=fmt_duration(record.elapsed_s) if record.elapsed_s is not None else "")
+    if before.get("id") and before.get("id") != outcome.get("id"):
+        outcome["refined_from"] = before.get("id")
     new["outcome"] = outcome
     change = None
     if old.get("category") != cls.get("category"):
@@ -164,12 +178,12 @@ def refine_report(
             new["classification_at_epilog"] = {k: v for k, v in old.items() if not k.startswith("refined")}
         change = {"key": record.key, "from": old.get("category"), "to": cls.get("category")}
         if notified:
-            # Rule 6 and issue 9: the mail went out with the earlier answer;
-            # we record the better one here and do not mail twice.
+            # The mail went out with the earlier answer; notify_refined sends
+            # at most one correction, and only for a changed failure cause.
             cls["notified_as"] = old.get("category")
             notes = list(new.get("notes") or [])
-            notes.append(f"category refined from {old.get('category')} to {cls.get('category')} after the "
-                         f"notification was sent; not sent again")
+            notes.append(f"cause refined from {old.get('category')} to {cls.get('category')} after the "
+                         f"notification was sent; a correction is sent only when the cause of a failure changed")
             new["notes"] = notes
             change["after_notification"] = True
     else:
@@ -474,28 +488,49 @@ def _refine_one(settings: Any, rec: Any, now: float, summary: PassSummary, retry
     else:
         summary.confirmed.append(key)
     try:
-        summary.released.extend(notify_refined(settings, new, now=now))
+        summary.released.extend(notify_refined(settings, new, now=now, change=change))
     except Exception as e:  # noqa: BLE001 - rule 6: the report is on disk; delivery is best effort
         summary.errors.append(f"{key}: outbox: {e}")
     return True
 
 
-def notify_refined(settings: Any, report: Mapping[str, Any], *, now: Optional[float] = None) -> List[str]:
-    """Queue what the refined report now warrants, and refresh what waits.
+def cause_changed(old: Optional[str], new: Optional[str]) -> bool:
+    """Worth a second message: an unknown cause became a known failure, or
+    one failure became a different one. success/cancel are never causes."""
+    quiet = (None, "", "unknown", "success", "cancelled_user")
+    return new not in quiet and old != new
 
-    ``enqueue_report`` is idempotent per job and channel, so a job whose mail
-    was sent is never mailed twice; a job that looked fine at epilog time (a
-    time limit reads exit 0) and failed by accounting gets its first one now.
+
+def notify_refined(settings: Any, report: Mapping[str, Any], *, now: Optional[float] = None,
+                   change: Optional[Mapping[str, Any]] = None) -> List[str]:
+    """What the refined report warrants, under "one message per job run":
+
+    - a message still waiting in the outbox gets the refined report;
+    - none was queued yet and the refined outcome is mailed by default (a
+      NODE_FAIL the epilog read as exit 0): the first one is queued now;
+    - one was sent and the cause changed (``cause_changed``): one correction,
+      under the run's ``refined`` key, so never a second correction;
+    - an outcome not mailed by default (completed, cancelled, requeued)
+      never starts a message here, whatever the policy says.
     Returns the keys due for delivery.
     """
     from gcm_checks import notify
     from gcm_checks.report.model import JobInfo
 
+    outcome = report.get("outcome") or {}
     job = JobInfo.from_dict(report.get("job") or {})
-    queued = notify.enqueue_report(report, job, settings, now=now)
-    keys = [k for k, v in queued.items() if v == "queued"]
-    for k in release_notifications(settings, report, now=now):
-        if k not in keys:
+    keys = release_notifications(settings, report, now=now)
+    if not outcome.get("mailed"):
+        return keys
+    sent = job_items(settings, job.key, "sent")
+    if not sent:
+        queued = notify.enqueue_report(report, job, settings, now=now)
+    elif change and change.get("after_notification") and cause_changed(change.get("from"), change.get("to")):
+        queued = notify.enqueue_report(report, job, settings, now=now, event="refined")
+    else:
+        queued = {}
+    for k, v in queued.items():
+        if v == "queued" and k not in keys:
             keys.append(k)
     return keys
 

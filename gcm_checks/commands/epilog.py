@@ -220,8 +220,9 @@ def _run(args, settings, node, job_id, log, t0) -> int:
 
     # --- everything below is after the verdict and cannot change it -------
     evidence = evidence_of(ctx, results)
-    if drain_reason and action in ("drained", "already", "would_drain", "report-only: would drain", "kept_foreign"):
-        evidence["drains"] = [{"node": node, "reason": drain_reason, "action": action}]
+    evidence.update(run_context(settings, env, show))
+    if drain_reason and action:
+        evidence["drains"] = [drain_evidence(ctx.state_dir, node, drain_reason, action)]
     _write_local_evidence(ctx, job_id, node, evidence, log)
     report = None
     if job_id and settings.get("epilog.report") and not getattr(args, "no_report", False):
@@ -249,16 +250,59 @@ def _write_local_evidence(ctx: Any, job_id: Optional[str], node: str, evidence: 
         log.warning("evidence_not_written", error=str(e))
 
 
-SHARED_SHOW = ("JobState", "Reason", "JobName", "StartTime")
+SHARED_SHOW = ("JobState", "Reason", "JobName", "StartTime", "Partition", "Restarts")
+
+# JobState values of a run that ended in a requeue (the epilog of a run whose
+# prolog failed on another node, or of an `scontrol requeue`).
+_REQUEUED_STATES = ("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "REQUEUE")
 
 
-def job_facts(show: Mapping[str, str]) -> Dict[str, Any]:
+def run_context(settings: Any, env: Mapping[str, str], show: Mapping[str, str]) -> Dict[str, Any]:
+    """Facts about this run the report's outcome needs (report/outcome.py):
+    report-only mode, the job's GPUs on this node, whether Slurm requeued it."""
+    from gcm_checks import slurm
+
+    out: Dict[str, Any] = {"report_only": bool(slurm.report_only(settings))}
+    gpus = [int(g) for g in (env.get("SLURM_JOB_GPUS") or "").split(",") if g.strip().isdigit()]
+    if gpus:
+        out["job_gpus"] = gpus
+    state = (show.get("JobState") or "").upper()
+    reason = (show.get("Reason") or "").lower()
+    if state in _REQUEUED_STATES or "requeue" in reason:
+        out["requeued"] = True
+    return out
+
+
+def drain_evidence(state_dir: Any, node: str, reason: str, action: str) -> Dict[str, Any]:
+    """The drain as Slurm holds it: "already" means an earlier gcm drain (the
+    prolog's) kept its reason, which our local drain record names - no RPC."""
+    from gcm_checks import slurm
+
+    d: Dict[str, Any] = {"node": node, "reason": reason, "action": action}
+    if action == "drained":
+        d["held_reason"] = reason
+    elif action == "already":
+        rec = slurm.drain_record(str(state_dir), node) or {}
+        if rec.get("reason"):
+            d["held_reason"] = rec["reason"]
+    return d
+
+
+def job_facts(show: Mapping[str, str], exit_info: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """JobInfo fields from ``scontrol show job`` (empty when not asked)."""
     facts: Dict[str, Any] = {}
     if show.get("JobName"):
         facts["name"] = show["JobName"]
     if show.get("JobState"):
-        facts["state"] = show["JobState"]
+        from gcm_checks.report.outcome import final_state
+
+        # COMPLETING in the epilog; the Reason and exit status say more.
+        code, sig = _exit_of(show.get("ExitCode", ""))
+        if exit_info:  # the epilog environment's exit status is the job's own
+            code, sig = exit_info.get("exit_code") or code, exit_info.get("signal") or sig
+        facts["state"] = final_state(show["JobState"], show.get("Reason", ""), code, sig)
+    if show.get("Partition"):
+        facts["partition"] = show["Partition"]
     st = _parse_slurm_time(show.get("StartTime", ""))
     if st is not None:
         facts["start"] = st
@@ -275,6 +319,11 @@ def job_facts(show: Mapping[str, str]) -> Dict[str, Any]:
         except ValueError:
             pass
     return facts
+
+
+def _exit_of(text: str) -> Tuple[Optional[int], Optional[int]]:
+    code, _, sig = (text or "").partition(":")
+    return (int(code) if code.isdigit() else None), (int(sig) if sig.isdigit() else None)
 
 
 def dcgm_level_after_failure(settings: Any, budget_s: float, log: Any) -> int:
@@ -297,14 +346,14 @@ def _report(settings: Any, node: str, job_id: str, show: Mapping[str, str], exit
     try:
         from gcm_checks.report import JobInfo, assemble_and_notify
 
-        overrides: Dict[str, Any] = {"end": time.time(), **job_facts(show)}
+        overrides: Dict[str, Any] = {"end": time.time(), **job_facts(show, exit_info)}
         if restart_count is not None:
             # The prolog's count names this run: a run ended by a requeue
             # already sees the next count in its epilog environment.
             overrides["restart_count"] = int(restart_count)
         if show:
             # Shared with the other nodes: only this one asked slurmctld.
-            evidence["job_facts"] = dict(job_facts(show), scontrol={k: show[k] for k in SHARED_SHOW if k in show})
+            evidence["job_facts"] = dict(job_facts(show, exit_info), scontrol={k: show[k] for k in SHARED_SHOW if k in show})
         job = JobInfo.from_env(os.environ, **overrides)
         out = assemble_and_notify(job, settings, node=node, budget_s=float(settings.get("epilog.report_budget_s")),
                                   evidence=evidence, classifier=make_classifier(exit_info, show))

@@ -139,7 +139,7 @@ def assemble(
 # JobInfo fields one node may have learned from slurmctld for everyone: only
 # the job's first node asks (one RPC per job, not per node), and shares the
 # answer as evidence["job_facts"].
-_SHARED_JOB_FACTS = ("name", "state", "start", "mail_user", "stdout", "stderr", "nodes")
+_SHARED_JOB_FACTS = ("name", "state", "start", "mail_user", "stdout", "stderr", "nodes", "partition")
 
 
 def with_job_facts(job: JobInfo, contribs: Mapping[str, Any]) -> JobInfo:
