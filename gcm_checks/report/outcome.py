@@ -192,6 +192,7 @@ def decide(
     state: str,
     exit_code: Optional[int] = None,
     signal: Optional[int] = None,
+    derived_exit_code: Optional[int] = None,
     classification: Optional[Mapping[str, Any]] = None,
     faults: Sequence[Fault] = (),
     requeued: bool = False,
@@ -240,7 +241,10 @@ def decide(
         by = f" by {_who(who)}" if who else ""
         return mk("cancelled", f"Cancelled{by}; nothing to fix if that was intended.", "Nothing to fix if intended.",
                   cancelled_by=who)
-    failed = bool(exit_code) or bool(signal) or st == "FAILED" or (cat and cat not in _NOT_FAILURE_CATEGORIES and st != "COMPLETED")
+    # A step that failed while the batch script exited 0 (srun exit 1 in a
+    # script that went on) failed the job's work: DerivedExitCode says so.
+    failed = bool(exit_code) or bool(signal) or bool(derived_exit_code) or st == "FAILED" or (
+        cat and cat not in _NOT_FAILURE_CATEGORIES and st != "COMPLETED")
     if failed:
         blame = NOT_YOUR_CODE if resp in ("infrastructure", "scheduler") else (YOUR_CODE if resp == "user" else "")
         title = _title(cat) if cat and cat not in _NOT_FAILURE_CATEGORIES else "exit status " + (
