@@ -349,9 +349,21 @@ def find_report(settings: Any, rec: Any, sibling_ends: Sequence[float] = ()) -> 
             if i == 0:
                 return report, path  # no time to check: trust the key, and only the key
             continue
+        if i == 0 and _names_run(report, rec) and report_belongs_to(report, rec):
+            # Its key and the run count the prolog recorded agree: the next
+            # run ending seconds later (a requeue off a bad node) is no rival.
+            return report, path
         if report_belongs_to(report, rec, sibling_ends):
             return report, path
     return None, ""
+
+
+def _names_run(report: Mapping[str, Any], rec: Any) -> bool:
+    job = report.get("job") or {}
+    try:
+        return int(job.get("restart_count") or 0) == int(rec.run) and "context" in report
+    except (TypeError, ValueError):
+        return False
 
 
 def refine_pass(

@@ -219,16 +219,18 @@ def _run(args, settings, node, job_id, log, t0) -> int:
     log.info("done", verdict=v.value, counts=counts, duration_s=round(time.monotonic() - t0, 4), action=action)
 
     # --- everything below is after the verdict and cannot change it -------
+    from gcm_checks.state import job_record
+
+    # The prolog's count names this run: a run ended by a requeue already
+    # sees the next count in its epilog environment and in scontrol.
+    restarts = job_record(Path(ctx.state_dir), job_id, node).get("restart_count") if job_id else None
     evidence = evidence_of(ctx, results)
-    evidence.update(run_context(settings, env, show))
+    evidence.update(run_context(settings, env, show, restarts))
     if drain_reason and action:
         evidence["drains"] = [drain_evidence(ctx.state_dir, node, drain_reason, action)]
     _write_local_evidence(ctx, job_id, node, evidence, log)
     report = None
     if job_id and settings.get("epilog.report") and not getattr(args, "no_report", False):
-        from gcm_checks.state import job_record
-
-        restarts = job_record(Path(ctx.state_dir), job_id, node).get("restart_count")
         report = _report(settings, node, job_id, show, exit_info, evidence, log, restarts)
     _telemetry(results, settings, node, job_id, "epilog", action, log, xids=evidence["xids"])
     if job_id:
@@ -257,9 +259,15 @@ SHARED_SHOW = ("JobState", "Reason", "JobName", "StartTime", "Partition", "Resta
 _REQUEUED_STATES = ("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "REQUEUE")
 
 
-def run_context(settings: Any, env: Mapping[str, str], show: Mapping[str, str]) -> Dict[str, Any]:
+def run_context(settings: Any, env: Mapping[str, str], show: Mapping[str, str],
+                this_run: Optional[int] = None) -> Dict[str, Any]:
     """Facts about this run the report's outcome needs (report/outcome.py):
-    report-only mode, the job's GPUs on this node, whether Slurm requeued it."""
+    report-only mode, the job's GPUs on this node, whether Slurm requeued it.
+
+    Slurm 22.05, measured: the epilog of a run whose prolog failed sees
+    JobState=COMPLETING, Reason=None and exit 0 - like a success - but
+    ``Restarts`` is already one more than the count the prolog recorded for
+    this run. That is the requeue."""
     from gcm_checks import slurm
 
     out: Dict[str, Any] = {"report_only": bool(slurm.report_only(settings))}
@@ -268,7 +276,9 @@ def run_context(settings: Any, env: Mapping[str, str], show: Mapping[str, str]) 
         out["job_gpus"] = gpus
     state = (show.get("JobState") or "").upper()
     reason = (show.get("Reason") or "").lower()
-    if state in _REQUEUED_STATES or "requeue" in reason:
+    later = show.get("Restarts", "")
+    if state in _REQUEUED_STATES or "requeue" in reason or (
+            this_run is not None and later.isdigit() and int(later) > int(this_run)):
         out["requeued"] = True
     return out
 

@@ -45,7 +45,11 @@ def send_smtp(channel: Channel, item: Mapping[str, Any], timeout: float) -> None
     to = list(p.get("to") or [])
     if not to:
         raise SendError("no recipient")
-    msg = EmailMessage()
+    from email import policy
+
+    # RFC 5322 allows 998-character lines; folding a subject at 78 made
+    # Python put the whole value on a continuation line (" [gcm] ...").
+    msg = EmailMessage(policy=policy.SMTP.clone(max_line_length=998))
     msg["From"] = channel.sender
     msg["To"] = ", ".join(to)
     msg["Subject"] = p.get("subject", "gcm-checks job report")
