@@ -291,8 +291,13 @@ def run_outcome(record: JobRecord, report: Optional[Mapping[str, Any]], cls: Map
     if report is not None and report.get("job"):
         doc = dict(report, classification=dict(cls), job=dict(report.get("job") or {}, state=final or
                                                                 (report.get("job") or {}).get("state", "")))
+        ctx = dict(report.get("context") or {})
         if record.requeued:
-            doc["context"] = dict(report.get("context") or {}, requeued=True)
+            ctx["requeued"] = True
+        if record.derived_exit_code:
+            ctx["derived_exit_code"] = record.derived_exit_code
+        doc["context"] = ctx
+        doc.pop("accounting", None)  # this record is the accounting that counts here
         return outcome_dict(doc, elapsed=elapsed)
     o = decide(state=final, exit_code=record.exit_code, signal=record.signal, classification=cls,
                derived_exit_code=record.derived_exit_code, requeued=record.requeued, elapsed=elapsed)

@@ -226,6 +226,8 @@ def _run(args, settings, node, job_id, log, t0) -> int:
     restarts = job_record(Path(ctx.state_dir), job_id, node).get("restart_count") if job_id else None
     evidence = evidence_of(ctx, results)
     evidence.update(run_context(settings, env, show, restarts))
+    if exit_info.get("derived_exit_code"):
+        evidence["derived_exit_code"] = int(exit_info["derived_exit_code"])
     if drain_reason and action:
         evidence["drains"] = [drain_evidence(ctx.state_dir, node, drain_reason, action)]
     _write_local_evidence(ctx, job_id, node, evidence, log)

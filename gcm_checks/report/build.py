@@ -133,7 +133,11 @@ def context_of(nodes: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     report_only = any(e.get("report_only") for e in ev) or any(
         str((d or {}).get("action", "")).startswith(("report-only", "would")) for e in ev for d in e.get("drains") or ()
         if isinstance(d, Mapping))
-    return {"report_only": bool(report_only), "requeued": any(bool(e.get("requeued")) for e in ev)}
+    derived = max((int(e["derived_exit_code"]) for e in ev if str(e.get("derived_exit_code", "")).isdigit()), default=0)
+    out = {"report_only": bool(report_only), "requeued": any(bool(e.get("requeued")) for e in ev)}
+    if derived:
+        out["derived_exit_code"] = derived  # a step failed while the batch script exited 0
+    return out
 
 
 def outcome_dict(report: Mapping[str, Any], *, job_failed: Optional[bool] = None, cls_failed: Optional[bool] = None,

@@ -296,7 +296,10 @@ def from_report(report: Mapping[str, Any], *, state: Optional[str] = None, reque
     code, sig = _split_exit(job.get("exit_status") or "")
     if requeued is None:
         requeued = bool(ctx.get("requeued"))
-    return decide(state=st, exit_code=code, signal=sig, classification=report.get("classification"),
+    acct = (report.get("accounting") or {}).get("run") or {}
+    derived = acct.get("derived_exit_code") if acct else ctx.get("derived_exit_code")
+    return decide(state=st, exit_code=code, signal=sig, derived_exit_code=_int(derived),
+                  classification=report.get("classification"),
                   faults=faults_of(nodes), requeued=requeued, by_us=bool(our_drains(nodes)),
                   report_only=bool(ctx.get("report_only")), elapsed=elapsed)
 
