@@ -190,8 +190,8 @@ def _cause_line(report: Mapping[str, Any]) -> str:
     if not cls or out.get("id") in ("completed", "requeued") or cls.get("category") in ("success",):
         return ""
     cat = cls.get("category")
-    if cat == "unknown" and out.get("id") != "failed":
-        return ""
+    if cat == "unknown":
+        return "not found in the logs (unknown)" if out.get("id") == "failed" else ""
     return f"{cat} ({cls.get('responsibility')}, confidence {cls.get('confidence')}, rule {cls.get('rule')})"
 
 
