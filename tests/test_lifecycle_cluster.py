@@ -267,7 +267,7 @@ def test_job_lifecycle_matrix(world):
 
     # The requeued job: run 0's report says it was moved; why tells the story.
     run0 = _report(c, jobs["requeued"])
-    assert run0["outcome"]["id"] == "requeued", run0["outcome"]
+    assert run0["outcome"]["id"] == "requeued" and run0["job"]["state"] == "REQUEUED", run0["outcome"]
     assert run0["outcome"]["headline"] == "Your job was moved off a faulty node and requeued; nothing to do."
     why = _cli(c, "why", jobs["requeued"])
     assert "REQUEUED on node2 (moved off a faulty node: gcm: " in why.stdout, why.stdout

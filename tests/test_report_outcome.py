@@ -206,3 +206,26 @@ def test_report_only_never_mails_a_user_about_our_findings(tmp_path):
     txt = render.to_text(doc)
     assert "drain" not in txt and "XID" not in txt
     assert "would drain (report-only): gcm: xid.hardware: GPU 3" in render.to_text(doc, audience="admin")
+
+
+@pytest.mark.parametrize("show,this_run,requeued", [
+    # measured on 22.05: the epilog of a run whose prolog failed looks like a success, but Restarts moved on
+    ({"JobState": "COMPLETING", "Reason": "None", "Restarts": "1"}, 0, True),
+    ({"JobState": "COMPLETING", "Reason": "None", "Restarts": "1"}, 1, False),
+    ({"JobState": "PENDING", "Reason": "launch failed requeued held", "Restarts": "1"}, None, True),
+    ({"JobState": "COMPLETING", "Reason": "TimeLimit", "Restarts": "0"}, 0, False),
+])
+def test_epilog_knows_a_requeued_run(show, this_run, requeued):
+    from gcm_checks.commands.epilog import run_context
+
+    ctx = run_context({"report_only": False}, {"SLURM_JOB_GPUS": "0,3"}, show, this_run)
+    assert bool(ctx.get("requeued")) is requeued and ctx["job_gpus"] == [0, 3] and ctx["report_only"] is False
+
+
+def test_faults_only_on_the_jobs_gpus():
+    from gcm_checks.report.outcome import faults_of
+
+    nodes = [{"node": "n1", "evidence": {"job_gpus": [0, 1], "xids": [XID79]}}]
+    assert faults_of(nodes) == []  # GPU 3 belongs to another job on this shared node
+    nodes[0]["evidence"]["job_gpus"] = [3]
+    assert [f.xid for f in faults_of(nodes)] == [79]

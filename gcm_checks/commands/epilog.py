@@ -358,14 +358,17 @@ def _report(settings: Any, node: str, job_id: str, show: Mapping[str, str], exit
     try:
         from gcm_checks.report import JobInfo, assemble_and_notify
 
-        overrides: Dict[str, Any] = {"end": time.time(), **job_facts(show, exit_info)}
+        facts = job_facts(show, exit_info)
+        if evidence.get("requeued") and facts.get("state"):
+            facts["state"] = "REQUEUED"  # what sacct will say of this run (COMPLETING here)
+        overrides: Dict[str, Any] = {"end": time.time(), **facts}
         if restart_count is not None:
             # The prolog's count names this run: a run ended by a requeue
             # already sees the next count in its epilog environment.
             overrides["restart_count"] = int(restart_count)
         if show:
             # Shared with the other nodes: only this one asked slurmctld.
-            evidence["job_facts"] = dict(job_facts(show, exit_info), scontrol={k: show[k] for k in SHARED_SHOW if k in show})
+            evidence["job_facts"] = dict(facts, scontrol={k: show[k] for k in SHARED_SHOW if k in show})
         job = JobInfo.from_env(os.environ, **overrides)
         out = assemble_and_notify(job, settings, node=node, budget_s=float(settings.get("epilog.report_budget_s")),
                                   evidence=evidence, classifier=make_classifier(exit_info, show))
