@@ -37,6 +37,9 @@ GPU3 = Fault("node2", "GPU 3 (00000000:5D:00.0)", xid=79, name="GPU has fallen o
     (dict(state="PREEMPTED"), "preempted", "Preempted by the scheduler (not your code)."),
     (dict(state="CANCELLED by 0"), "cancelled", "Cancelled by root (an admin)"),
     (dict(state="CANCELLED by 1000"), "cancelled", "Cancelled by uid 1000"),
+    # the epilog may see the SIGTERM of an scancel as a failed exit
+    (dict(state="FAILED", exit_code=0, signal=15, classification={"category": "cancelled_user"}), "cancelled",
+     "Cancelled; nothing to fix"),
     (dict(state="REQUEUED", by_us=True), "requeued", "Your job was moved off a faulty node and requeued; nothing to do."),
     (dict(state="COMPLETED", requeued=True, faults=[GPU3]), "requeued", "Your job was moved off a faulty node"),
     (dict(state="REQUEUED"), "requeued", "Slurm requeued this run"),

@@ -236,7 +236,9 @@ def decide(
     if st == "OUT_OF_MEMORY" or (cat in _OOM_CATEGORIES and (exit_code or signal or st == "FAILED")):
         kind = _OOM_CATEGORIES.get(cat, "host")
         return mk("out_of_memory", f"Ran out of {kind} memory ({YOUR_CODE}).", step or "Ask for more memory.", YOUR_CODE)
-    if st == "CANCELLED":
+    # The epilog of an scancel'ed job can read a SIGTERM exit (0:15) before
+    # sacct says CANCELLED; slurmstepd's "CANCELLED AT" line tells the classifier.
+    if st == "CANCELLED" or cat == "cancelled_user":
         who = raw.split(" by ", 1)[1].strip() if " by " in raw else ""
         by = f" by {_who(who)}" if who else ""
         return mk("cancelled", f"Cancelled{by}; nothing to fix if that was intended.", "Nothing to fix if intended.",
