@@ -232,3 +232,17 @@ def test_faults_only_on_the_jobs_gpus():
     assert faults_of(nodes) == []  # GPU 3 belongs to another job on this shared node
     nodes[0]["evidence"]["job_gpus"] = [3]
     assert [f.xid for f in faults_of(nodes)] == [79]
+
+
+@pytest.mark.parametrize("d,line", [
+    ({"node": "n1", "reason": "gcm: gpu.ecc", "action": "drained", "held_reason": "gcm: gpu.ecc"}, "n1 drained: gcm: gpu.ecc"),
+    ({"node": "n1", "reason": "gcm: xid.hardware", "action": "already", "held_reason": "gcm: gpu.responsive"},
+     "n1 is drained: gcm: gpu.responsive"),
+    ({"node": "n1", "reason": "gcm: gpu.ecc", "action": "kept_foreign"},
+     "wanted to drain n1 (gcm: gpu.ecc), but it is already out of service: drained by an admin"),
+    ({"node": "n1", "reason": "gcm: gpu.ecc", "action": "error"},
+     "wanted to drain n1 (gcm: gpu.ecc), but the drain failed; Slurm drains it itself"),
+    ({"node": "n1", "reason": "gcm: gpu.ecc", "action": "report-only: would drain"}, None),
+])
+def test_drains_are_worded_from_what_slurm_holds(d, line):
+    assert render.drain_line(d) == line
