@@ -290,7 +290,9 @@ def drain_evidence(state_dir: Any, node: str, reason: str, action: str) -> Dict[
     prolog's) kept its reason, which our local drain record names - no RPC."""
     from gcm_checks import slurm
 
-    d: Dict[str, Any] = {"node": node, "reason": reason, "action": action}
+    would = action.startswith(("report-only", "would"))
+    d: Dict[str, Any] = {"node": node, "reason": reason, "action": action, "would_drain": would,
+                         "report_only": action.startswith("report-only"), "drained": action in ("drained", "already")}
     if action == "drained":
         d["held_reason"] = reason
     elif action == "already":

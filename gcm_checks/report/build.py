@@ -131,8 +131,8 @@ def context_of(nodes: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     """Run facts the nodes' epilogs saw: report-only mode, a requeue."""
     ev = [n.get("evidence") or {} for n in nodes]
     report_only = any(e.get("report_only") for e in ev) or any(
-        str((d or {}).get("action", "")).startswith(("report-only", "would")) for e in ev for d in e.get("drains") or ()
-        if isinstance(d, Mapping))
+        d.get("report_only") or str(d.get("action", "")).startswith("report-only")
+        for e in ev for d in e.get("drains") or () if isinstance(d, Mapping))
     derived = max((int(e["derived_exit_code"]) for e in ev if str(e.get("derived_exit_code", "")).isdigit()), default=0)
     out = {"report_only": bool(report_only), "requeued": any(bool(e.get("requeued")) for e in ev)}
     if derived:

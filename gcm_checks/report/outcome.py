@@ -182,7 +182,9 @@ def our_drains(nodes: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     out = []
     for n in nodes:
         for d in (n.get("evidence") or {}).get("drains") or ():
-            if isinstance(d, Mapping) and str(d.get("action", "drained")) in _DRAINING:
+            if not isinstance(d, Mapping) or d.get("would_drain") or d.get("report_only"):
+                continue
+            if d.get("drained") or str(d.get("action", "drained")) in _DRAINING:
                 out.append(dict(d, node=d.get("node") or n.get("node")))
     return out
 

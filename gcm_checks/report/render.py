@@ -107,8 +107,10 @@ def drain_line(d: Mapping[str, Any]) -> Optional[str]:
         return f"wanted to drain {node} ({reason}), but it is already out of service: {held or 'drained by an admin'}"
     if action == "error":
         return f"wanted to drain {node} ({reason}), but the drain failed; Slurm drains it itself"
-    if action.startswith(("report-only", "would")):
+    if action.startswith(("report-only", "would")) or d.get("would_drain") or d.get("report_only"):
         return None  # admin view only: report-only changes nothing a user sees
+    if action.startswith("braked"):
+        return None  # the mass-drain brake kept the node in service: an admin matter
     return f"{node}: {action}: {reason}"
 
 
@@ -139,8 +141,10 @@ def _admin_node_lines(node: Mapping[str, Any]) -> List[str]:
     for d in ev.get("drains") or ():
         dd = dict(d) if isinstance(d, Mapping) else {"reason": str(d)}
         action = str(dd.get("action", "drained"))
-        if action.startswith(("report-only", "would")):
+        if action.startswith(("report-only", "would")) or dd.get("would_drain") or dd.get("report_only"):
             out.append(f"would drain (report-only): {dd.get('reason', '')}")
+        elif action.startswith("braked"):
+            out.append(f"not drained (mass-drain brake: suspected cluster-wide cause): {dd.get('reason', '')}")
         else:
             out.append(drain_line(dict(dd, node=node.get("node"))) or "")
     for k, v in (ev.get("_truncated") or {}).items():
