@@ -212,6 +212,19 @@ def _run_lines(report: Mapping[str, Any]) -> List[str]:
     return lines
 
 
+def _progress_section(report: Mapping[str, Any], name: str) -> List[str]:
+    """gcm-run's training-progress section (report/progress.py, helper i15's
+    side of the gcm-run hook) when that renderer is installed."""
+    if not report.get("progress"):
+        return []
+    try:
+        from gcm_checks.report import progress
+    except ImportError:
+        return []
+    fn = getattr(progress, name, None)
+    return list(fn(report)) if fn is not None else []
+
+
 def to_text(report: Mapping[str, Any], audience: str = "user") -> str:
     job = report.get("job") or {}
     out = _outcome(report)
@@ -245,6 +258,7 @@ def to_text(report: Mapping[str, Any], audience: str = "user") -> str:
         nl = user_node_lines(report)
         if nl:
             lines += ["", "On your job's nodes:"] + [f"  {x}" for x in nl]
+    lines += _progress_section(report, "text_lines")
     if out.get("failure") or out.get("id") == "suspect" or audience == "admin":
         for log in report.get("logs") or ():
             lines += ["", f"--- {log.get('name')} ({log.get('path')}) ---"]
@@ -321,6 +335,7 @@ def to_html(report: Mapping[str, Any]) -> str:
         parts.append("<h3>On your job's nodes</h3><ul>")
         parts += [f"<li>{e(x)}</li>" for x in nl]
         parts.append("</ul>")
+    parts += _progress_section(report, "html_parts")
     if out.get("failure") or out.get("id") == "suspect":
         for log in report.get("logs") or ():
             parts.append(f"<h3>{e(log.get('name'))}</h3>")
