@@ -268,7 +268,8 @@ def to_text(report: Mapping[str, Any], audience: str = "user") -> str:
                 lines.append(clean_text(log["text"]).rstrip("\n"))
     if audience == "admin" and report.get("notes"):
         lines += ["", "Notes:"] + [f"  - {clean_text(str(n))}" for n in report["notes"]]
-    lines += ["", f"Report {report.get('schema')} v{report.get('version')}, {report.get('generated_at')} by {report.get('generated_by')}"]
+    by = f" by {report.get('generated_by')}" if report.get("generated_by") else ""
+    lines += ["", f"Report {report.get('schema')} v{report.get('version')}, {report.get('generated_at')}{by}"]
     return "\n".join(lines) + "\n"
 
 
