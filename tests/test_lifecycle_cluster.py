@@ -285,7 +285,8 @@ def test_job_lifecycle_matrix(world):
     assert "drain" not in txt
 
     # failures counts failures only; why prints each evidence line once.
-    assert not {"success", "cancelled_user", "unknown"} & set(failures["by_category"]), failures["by_category"]
+    # (other tests' jobs share the session cluster: an exit 3 with no log is a real "unknown" failure)
+    assert not {"success", "cancelled_user"} & set(failures["by_category"]), failures["by_category"]
     assert keys["xid"] in failures["suspect_completions"]
     text = _cli(c, "why", jobs["oom"]).stdout
     ev = [ln for ln in text.splitlines() if ln.startswith("  [")]
