@@ -332,3 +332,34 @@ def test_report_belongs_to(report_end, run, expected):
     rep = {"job": {"end": None if report_end is None else base + report_end}}
     siblings = [r.end for k, r in recs.items() if k.startswith("6") and k != run]
     assert refine.report_belongs_to(rep, recs[run], siblings) is expected
+
+
+def test_refinement_never_mails_a_cancel_or_a_requeue(tmp_path):
+    # Issue 13: `refine` mailed a plain scancel as "FAILED: cancelled_user"
+    # and a requeued run as "FAILED: preempted". Neither is mailed by default.
+    s = settings_for(tmp_path)
+    for key in ("5", "6"):
+        rep = epilog_report(s, key)
+        assert [v for v in queue_like_the_epilog(s, rep).values()] == ["not wanted (policy)"]
+    summary = refine.refine_pass(s, now=T_END + 60, fetch=CountingFetch(ROWS), deliver=False)
+    assert {c["key"] for c in summary.refined} >= {"5", "6"}
+    assert list(Outbox(str(tmp_path / "outbox")).items("pending")) == [] and summary.released == []
+    assert (stored(s, "5")["outcome"]["id"], stored(s, "6")["outcome"]["id"]) == ("cancelled", "requeued")
+
+
+def test_multi_node_requeued_run_is_one_report_and_no_mail(tmp_path):
+    from gcm_checks import notify
+    from gcm_checks.report import build
+
+    s = settings_for(tmp_path)
+    job = JobInfo(job_id="40", user="root", uid=0, gid=0, name="ddp", nodes=("node1", "node2"), exit_status="0:0",
+                  state="COMPLETED", restart_count=0)
+    # only the first node asked slurmctld, and saw the requeue
+    contribs = {"node1": {"node": "node1", "evidence": {"requeued": True}},
+                "node2": {"node": "node2", "evidence": {"drains": [{"node": "node2", "reason": "gcm: gpu.responsive",
+                                                                    "action": "drained"}]}}}
+    doc = build.build_report(job, contribs, classification={"category": "success"})
+    assert doc["context"]["requeued"] and doc["outcome"]["id"] == "requeued"
+    assert doc["outcome"]["headline"] == "Your job was moved off a faulty node and requeued; nothing to do."
+    queued = notify.enqueue_report(doc, job, s)
+    assert queued and set(queued.values()) == {"not wanted (policy)"}
