@@ -365,8 +365,8 @@ def render_why(doc: Mapping[str, Any]) -> List[str]:
             continue
         why = f" (moved off a faulty node: {r['drains'][0]})" if r.get("drains") else ""
         lines.append(f"  run {r['run'] + 1}: {r['state']} on {r.get('nodes') or '?'}{why} - {r.get('headline')}")
-    for f in o.get("faults") or ():
-        lines.append(f"  {f.get('text')}")
+    for f in (o.get("faults") or [])[1:]:  # the first is in the headline
+        lines.append(f"  also: {f.get('text')}")
     cause = o.get("id") not in ("completed", "cancelled", "requeued") and c.get("category") not in ("success",)
     if cause:
         lines += ["", f"Cause: {c['category']} ({c['responsibility']}), confidence {float(c['confidence']):.2f}, "
