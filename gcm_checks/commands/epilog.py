@@ -225,11 +225,16 @@ def _run(args, settings, node, job_id, log, t0) -> int:
     # sees the next count in its epilog environment and in scontrol.
     restarts = job_record(Path(ctx.state_dir), job_id, node).get("restart_count") if job_id else None
     evidence = evidence_of(ctx, results)
-    evidence.update(run_context(settings, env, show, restarts))
-    if exit_info.get("derived_exit_code"):
-        evidence["derived_exit_code"] = int(exit_info["derived_exit_code"])
-    if drain_reason and action:
-        evidence["drains"] = [drain_evidence(ctx.state_dir, node, drain_reason, action)]
+    try:
+        evidence.update(run_context(settings, env, show, restarts))
+        if exit_info.get("derived_exit_code"):
+            evidence["derived_exit_code"] = int(exit_info["derived_exit_code"])
+        if drain_reason and action:
+            evidence["drains"] = [drain_evidence(ctx.state_dir, node, drain_reason, action)]
+    except Exception as e:  # noqa: BLE001 - report context is a bonus; the verdict is decided (rule 6)
+        log.warning("report_context_failed", error=f"{type(e).__name__}: {e}")
+        if drain_reason and action:
+            evidence["drains"] = [{"node": node, "reason": drain_reason, "action": action}]
     _write_local_evidence(ctx, job_id, node, evidence, log)
     report = None
     if job_id and settings.get("epilog.report") and not getattr(args, "no_report", False):
