@@ -9,15 +9,10 @@ outbox's own lock discipline.
 
 from __future__ import annotations
 
-import fcntl
-import json
-import os
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from gcm_checks.accounting.settings import AccountingSettings
-
-
 
 
 def _outbox(settings: Any) -> Any:
@@ -31,32 +26,10 @@ def job_items(settings: Any, job_key: str, state: str) -> List[Dict[str, Any]]:
 
 
 def _rewrite_pending(settings: Any, key: str, update: Callable[[Dict[str, Any]], bool]) -> bool:
-    """Rewrite one pending item under the outbox's own lock discipline: flock
-    the file, then replace it atomically (a flush holding the old inode sees
-    the replacement and skips it). False when a flush holds it or it is gone."""
-    from gcm_checks.safeio import atomic_write
-
-    box = _outbox(settings)
-    path = box._path("pending", key)
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return False
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        with os.fdopen(os.dup(fd), "rb") as f:
-            item = json.load(f)
-        if not update(item):
-            return False
-        atomic_write(path, json.dumps(item).encode(), mode=0o600)
-        return True
-    except (OSError, ValueError):
-        return False
-    finally:
-        os.close(fd)
+    """Rewrite one pending item through the outbox's public API (its lock
+    discipline stays the outbox's business). False when a flush holds it or
+    it is gone."""
+    return _outbox(settings).rewrite(key, update)
 
 
 def hold_notifications(settings: Any, job_key: str, *, now: Optional[float] = None) -> List[str]:

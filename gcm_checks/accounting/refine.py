@@ -216,7 +216,7 @@ def default_fetch(settings: Any) -> Fetch:
 
 
 def load_report(settings: Any, key: str) -> Tuple[Optional[Dict[str, Any]], str]:
-    from gcm_checks.report import report_paths
+    from gcm_checks.report.assembly import report_paths
 
     path = report_paths(settings, key)["report.json"]
     try:
@@ -332,7 +332,7 @@ def refine_pass(
         try:
             from gcm_checks import notify
 
-            notify.flush(settings, budget_s=deliver_budget_s, only_keys=summary.released, node=node, sweep=False)
+            notify.flush(settings, budget_s=deliver_budget_s, only_keys=summary.released, node=node)
         except Exception as e:  # noqa: BLE001 - delivery problems never fail the pass (rule 6)
             summary.errors.append(f"notify: {e}")
     return summary
@@ -389,7 +389,7 @@ def _refine_one(settings: Any, rec: Any, now: float, summary: PassSummary, retry
                 siblings: Sequence[float] = ()) -> bool:
     """Refine one run's stored report. False when there is no report (yet)."""
     from gcm_checks.accounting.judge import classify_run, node_inputs, report_logs
-    from gcm_checks.report import write_report
+    from gcm_checks.report.assembly import write_report
 
     key = rec.key
     report, _path = find_report(settings, rec, siblings)

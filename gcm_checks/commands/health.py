@@ -59,9 +59,10 @@ def housekeeping(settings: Any, node: str, log: Any) -> None:
     node only - the batched sacct refinement (docs/accounting.md)."""
     try:
         if settings.get("notify.channels"):
-            from gcm_checks import notify
+            from gcm_checks import notify, report
 
-            notify.spawn_flush(settings, budget_s=float(settings.get("notify.budget_s", 30.0) or 30.0), node=node)
+            notify.spawn_flush(settings, budget_s=float(settings.get("notify.budget_s", 30.0) or 30.0), node=node,
+                               sweep=report.sweep_and_prune)
     except Exception as e:  # noqa: BLE001 - rule 6
         log.warning("notify_flush_failed", error=f"{type(e).__name__}: {e}")
     try:

@@ -64,10 +64,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _flush(args: argparse.Namespace, settings: Any) -> int:
-    from gcm_checks import notify
+    from gcm_checks import notify, report
 
     node = getattr(settings, "node", "") or ""
-    s = notify.flush(settings, budget_s=args.budget, force=args.now, node=node)
+    s = notify.flush(settings, budget_s=args.budget, force=args.now, node=node, sweep=report.sweep_and_prune)
     pending = notify.outbox_for(settings).counts()["pending"]
     if args.json:
         print(json.dumps({**s.to_dict(), "pending": pending}, indent=2))

@@ -12,48 +12,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from gcm_checks.notify.config import Channel, NotifySettings
+from gcm_checks.notify.delivery import outbox_for, sender
+from gcm_checks.notify.keys import idempotency_key, notification_key, run_job_key
 from gcm_checks.notify.outbox import FlushSummary, Outbox
 
 __all__ = ["NotifySettings", "Channel", "Outbox", "FlushSummary", "enqueue_report", "flush", "spawn_flush", "outbox_for",
-           "idempotency_key", "notification_key", "run_job_key", "notify_run"]
-
-
-def outbox_for(settings: Any) -> Outbox:
-    ns = NotifySettings.coerce(settings)
-    if ns.outbox_dir:
-        return Outbox(ns.outbox_dir)
-    from gcm_checks.report.model import ReportSettings
-
-    return Outbox(ReportSettings.coerce(settings).outbox_dir)
-
-
-def idempotency_key(job_key: str, cluster: str, channel: str) -> str:
-    # Per job run (id + requeue count) and channel: a requeued job gets a new
-    # report; the same job never gets two on one channel.
-    return f"{cluster or 'cluster'}/{job_key}/{channel}"
-
-
-def notification_key(job_key: str, cluster: str, channel: str, event: str = "") -> str:
-    """THE key of a job run's message on one channel (docs/reports.md, "One
-    message per job run"). Whoever notices first - the epilog, gcm-run, the
-    refinement pass - enqueues under it; the outbox refuses a second item
-    with the same key, so the user gets one message. ``event`` names the
-    only other messages a run may get, each once: ``refined`` (the cause
-    changed after the first was sent) and ``stall-<episode>`` (gcm-run)."""
-    base = idempotency_key(job_key, cluster, channel)
-    return f"{base}/{event}" if event else base
-
-
-def run_job_key(env: Optional[Mapping[str, str]] = None) -> str:
-    """The job key of the Slurm job run we are inside (gcm-run's side of the
-    hook): ``<id>`` or ``<id>.<restart count>``, as ``JobInfo.key``."""
-    e = os.environ if env is None else env
-    job_id = e.get("SLURM_JOB_ID") or e.get("SLURM_JOBID") or ""
-    restarts = (e.get("SLURM_JOB_RESTART_COUNT") or "0").strip()
-    return f"{job_id}.{restarts}" if job_id and restarts.isdigit() and int(restarts) else job_id
+           "idempotency_key", "notification_key", "run_job_key", "notify_run", "sender"]
 
 
 def build_payload(channel: Channel, report: Mapping[str, Any], recipients: List[str]) -> Dict[str, Any]:
@@ -110,21 +77,6 @@ def notify_run(payload: Mapping[str, Any], kind: str = "exit", **kw: Any) -> Dic
     return _notify_run(payload, kind, **kw)
 
 
-def _sender(ns: NotifySettings):
-    from gcm_checks.deadline import call_with_deadline
-    from gcm_checks.notify.sinks import SINKS, SendError
-
-    def send(item: Dict[str, Any], left: float) -> None:
-        ch = ns.channel(item["channel"])
-        if ch is None:
-            raise SendError(f"channel {item['channel']!r} is not configured (kept for when it is)")
-        timeout = max(0.1, min(ch.timeout_s, left))
-        # Socket timeouts do not cover DNS; the deadline covers everything.
-        call_with_deadline(lambda: SINKS[ch.type](ch, item, timeout), timeout + 0.5, f"notify:{ch.name}")
-
-    return send
-
-
 def flush(
     settings: Any,
     *,
@@ -132,25 +84,28 @@ def flush(
     only_keys: Optional[List[str]] = None,
     force: bool = False,
     node: str = "",
-    sweep: bool = True,
+    sweep: Optional[Callable[..., List[str]]] = None,
 ) -> FlushSummary:
-    """Assemble overdue multi-node reports, then deliver what is due."""
+    """Deliver what is due.
+
+    ``sweep(settings, node=node)`` runs first on a full flush (no
+    ``only_keys``): the caller passes ``report.sweep_and_prune`` so overdue
+    multi-node reports are assembled and queued before delivery. A sweep
+    problem is reported and never blocks delivery.
+    """
     import time
 
     ns = NotifySettings.coerce(settings)
     budget = ns.budget_s if budget_s is None else budget_s
     end = time.monotonic() + budget
     assembled: List[str] = []
-    if sweep and only_keys is None:
-        from gcm_checks import report
-
+    if sweep is not None and only_keys is None:
         try:
-            assembled = report.sweep(settings, node=node)
-            _prune(settings)
+            assembled = list(sweep(settings, node=node))
         except Exception as e:  # noqa: BLE001 - a sweep problem must not block delivery
             print(f"gcm-checks notify: sweep failed: {e}", file=sys.stderr)
     summary = outbox_for(settings).flush(
-        _sender(ns),
+        sender(ns),
         budget_s=max(0.0, end - time.monotonic()),
         backoff_base_s=ns.backoff_base_s,
         backoff_max_s=ns.backoff_max_s,
@@ -162,18 +117,8 @@ def flush(
     return summary
 
 
-def _prune(settings: Any) -> None:
-    from gcm_checks.report import spool
-    from gcm_checks.report.model import ReportSettings
-
-    rs = ReportSettings.coerce(settings)
-    # Spool first: once a job's dir is gone nothing can enqueue its keys, so
-    # forgetting their sent records afterwards cannot cause a second send.
-    spool.prune(rs.spool_dir, rs.retention_s)
-    outbox_for(settings).prune_sent(rs.retention_s)
-
-
-def spawn_flush(settings: Any, *, budget_s: float, node: str = "", only_keys: Optional[List[str]] = None) -> Optional[int]:
+def spawn_flush(settings: Any, *, budget_s: float, node: str = "", only_keys: Optional[List[str]] = None,
+                sweep: Optional[Callable[..., List[str]]] = None) -> Optional[int]:
     """Deliver in a detached grandchild and return at once (its pid, or None).
 
     The epilog must not wait for a mail relay. slurmd reads the epilog's
@@ -208,7 +153,7 @@ def spawn_flush(settings: Any, *, budget_s: float, node: str = "", only_keys: Op
         for fd in (0, 1, 2):
             os.dup2(null, fd)
         try:
-            flush(settings, budget_s=budget_s, node=node, only_keys=only_keys)
+            flush(settings, budget_s=budget_s, node=node, only_keys=only_keys, sweep=sweep)
         finally:
             os._exit(0)
     except BaseException:  # noqa: BLE001

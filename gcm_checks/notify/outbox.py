@@ -269,6 +269,33 @@ class Outbox:
         atomic_write(dest, json.dumps(item).encode(), mode=0o600)
         os.unlink(path)
 
+    def rewrite(self, key: str, update: Callable[[Dict[str, Any]], bool]) -> bool:
+        """Change one pending item in place: ``update(item)`` edits the dict
+        and returns whether to keep the edit. Follows the flush's lock
+        discipline: flock the file, then replace it atomically (a flush holding
+        the old inode sees the replacement and skips it). False when a flush
+        holds it, it is gone or unreadable, or ``update`` declined."""
+        path = self._path("pending", key)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+        except OSError:  # gone (sent meanwhile), or not a plain file
+            return False
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            with os.fdopen(os.dup(fd), "rb") as f:
+                item = json.load(f)
+            if not update(item):
+                return False
+            atomic_write(path, json.dumps(item).encode(), mode=0o600)
+            return True
+        except (OSError, ValueError):
+            return False
+        finally:
+            os.close(fd)
+
     def prune_sent(self, older_than_s: float, now: Optional[float] = None) -> int:
         """Forget sent records older than ``older_than_s``. By then no epilog
         or sweep can enqueue the same key again (its spool dir is gone too)."""

@@ -31,7 +31,7 @@ def _user_outbox(env: Mapping[str, str]) -> str:
 
 
 def _writable_outbox(settings: Any, env: Mapping[str, str]) -> Outbox:
-    from gcm_checks.notify import outbox_for
+    from gcm_checks.notify.delivery import outbox_for
 
     box = outbox_for(settings)
     try:
@@ -99,7 +99,8 @@ def notify_run(
     budget_s: Optional[float] = None,
 ) -> Dict[str, Any]:
     """Queue and try to deliver one gcm-run report/alert. Returns what happened."""
-    from gcm_checks.notify import _sender, notification_key, run_job_key
+    from gcm_checks.notify.delivery import sender
+    from gcm_checks.notify.keys import notification_key, run_job_key
     from gcm_checks.notify.policy import recipients
     from gcm_checks.report.model import JobInfo
 
@@ -154,6 +155,6 @@ def notify_run(
         keys.append(key)
     if not keys:
         return {"sent": False, "why": "no channel wants gcm-run notifications", "skipped": skipped}
-    s = box.flush(_sender(ns), budget_s=ns.budget_s if budget_s is None else budget_s, only_keys=keys, force=True)
+    s = box.flush(sender(ns), budget_s=ns.budget_s if budget_s is None else budget_s, only_keys=keys, force=True)
     return {"sent": bool(s.sent) and not s.failed, "delivered": s.sent, "failed": s.failed, "queued": keys,
             "outbox": box.root, "skipped": skipped}
