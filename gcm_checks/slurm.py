@@ -611,10 +611,6 @@ class DrainOutcome:
     detail: str = ""
     previous_reason: Optional[str] = None
 
-    @property
-    def drained_now(self) -> bool:
-        return self.action == "drained"
-
 
 @dataclass(frozen=True)
 class ResumeOutcome:

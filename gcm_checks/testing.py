@@ -100,22 +100,3 @@ def kernel_xid_line(
     if fmt == "dmesg":
         return f"[{when - boot_time:12.6f}] {text}"
     raise ValueError(f"unknown kernel log format {fmt!r}")
-
-
-# --------------------------------------------------------------------------
-# Slurm (gcm_checks.slurm)
-
-
-def fake_slurm(nodes: Optional[Mapping[str, "tuple"]] = None, fail_with: Optional[str] = None):
-    """An in-memory slurmctld implementing ``SlurmBackend``.
-
-    ``nodes`` maps a name to ``(state, reason)``, e.g. ``{"gpu1": ("IDLE+DRAIN",
-    "maintenance")}``; unknown nodes appear IDLE. ``.updates`` lists every
-    update RPC the code under test made (one tuple each), ``.reads`` counts
-    node reads; ``fail_with="..."`` makes every call raise ``SlurmError``
-    (slurmctld unreachable). Real-daemon tests: tests/slurm_cluster.py.
-    """
-    from gcm_checks.slurm import MemoryBackend, NodeInfo
-
-    infos = {n: NodeInfo(n, st, reason) for n, (st, reason) in (nodes or {}).items()}
-    return MemoryBackend(infos, fail_with=fail_with)

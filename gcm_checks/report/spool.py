@@ -129,14 +129,6 @@ def stuck(spool_dir: str, key: str, after_s: float, now: Optional[float] = None)
     return (time.time() if now is None else now) - at >= after_s
 
 
-def claimed_by(spool_dir: str, key: str) -> Optional[Dict[str, Any]]:
-    try:
-        with open(os.path.join(job_dir(spool_dir, key), "claimed"), "rb") as f:
-            return json.loads(f.read() or b"{}")
-    except (OSError, ValueError):
-        return None
-
-
 def overdue(spool_dir: str, gather_timeout_s: float, now: Optional[float] = None, stuck_after_s: float = 900.0) -> List[str]:
     """Job keys nobody claimed that are now ready (complete or timed out),
     plus claimed ones whose assembler died (``stuck``)."""
