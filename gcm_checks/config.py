@@ -24,7 +24,7 @@ import copy
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 
 class ConfigError(Exception):
@@ -55,7 +55,7 @@ SCHEMA: Dict[str, Any] = {
     "simulate": Key("str", None, "Simulated scenario (name or path) replacing hardware only; for tests and demos.", nullable=True),
     "report_only": Key("bool", False, "Log every decision, take no Slurm action (safe rollout)."),
     "checks": {
-        "disabled": Key("list", [], "Check ids to skip; 'gpu.*' disables a family."),
+        "disabled": Key("list", [], "Check ids to skip; 'gpu.*' disables a family. Unknown ids: config check rejects them, runs warn."),
         "severity": Key("dict", {}, "Per-check status override for non-pass results: {check id: pass|warn|fail|unknown}."),
     },
     "gpu": {
@@ -255,6 +255,25 @@ def _validate_nodes(source: str, nodes: Any) -> None:
             except ValueError as e:
                 raise ConfigError(source, f"{where}.match", f"a valid pattern ({e})", pat) from None
         _validate_section(source, sec.get("set") or {}, SCHEMA, f"{where}.set.", allow_nodes=False)
+
+
+def check_ids_known(data: Mapping[str, Any], source: str) -> None:
+    """Raise ConfigError for an id in ``checks.disabled`` (top level or any
+    node section) that names no registered check. Only ``config check`` calls
+    this: it imports every check module, which the prolog must not pay for
+    (at run time an unknown id is a warning, gcm_checks.runner)."""
+    from gcm_checks.checks import load_all
+    from gcm_checks.registry import CHECKS, unmatched
+
+    load_all()
+    lists = [("checks.disabled", (data.get("checks") or {}).get("disabled"))]
+    for i, sec in enumerate(data.get("nodes") or []):
+        lists.append((f"nodes[{i}].set.checks.disabled", (((sec or {}).get("set") or {}).get("checks") or {}).get("disabled")))
+    for key, ids in lists:
+        bad = unmatched(ids or [], CHECKS)
+        if bad:
+            raise ConfigError(source, key, "registered check ids or prefixes ending in '*' (gcm-checks check --list)",
+                              bad)
 
 
 def defaults(schema: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:

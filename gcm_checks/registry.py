@@ -60,14 +60,29 @@ def gatherer(name: str) -> Callable[[GatherFn], GatherFn]:
     return deco
 
 
-def select(tag: str, disabled: Iterable[str] = ()) -> List[CheckSpec]:
+def disables(entry: Any, check_id: str) -> bool:
+    """Whether one ``checks.disabled`` entry (exact id, or prefix ``gpu.*``)
+    names ``check_id``. A non-string entry names nothing."""
+    if not isinstance(entry, str):
+        return False
+    return check_id == entry or (entry.endswith("*") and check_id.startswith(entry[:-1]))
+
+
+def select(tag: str, disabled: Iterable[Any] = ()) -> List[CheckSpec]:
     """Checks carrying ``tag``, minus disabled ids (exact id or prefix ``gpu.*``)."""
     off = list(disabled)
     out = []
     for spec in CHECKS.values():
         if tag not in spec.tags:
             continue
-        if any(spec.id == d or (d.endswith("*") and spec.id.startswith(d[:-1])) for d in off):
+        if any(disables(d, spec.id) for d in off):
             continue
         out.append(spec)
     return sorted(out, key=lambda s: s.id)
+
+
+def unmatched(disabled: Iterable[Any], check_ids: Iterable[str]) -> List[Any]:
+    """Entries of ``checks.disabled`` that name none of ``check_ids``: a typo
+    would otherwise leave a check the admin meant to switch off running."""
+    ids = list(check_ids)
+    return [d for d in disabled if not any(disables(d, i) for i in ids)]

@@ -47,6 +47,9 @@ class Context:
     _tmpdirs: List[Any] = field(default_factory=list, repr=False)
     # area -> gathered facts of the last run_suite, for evidence (epilog, report)
     facts: Dict[str, Any] = field(default_factory=dict)
+    # Valid but wrong configuration noticed while running (an unknown id in
+    # checks.disabled): the command logs each as a warning; never a result.
+    config_warnings: List[str] = field(default_factory=list)
 
     def remaining(self) -> float:
         return max(0.0, self.budget_s - (time.monotonic() - self.started))
@@ -127,13 +130,35 @@ def _apply_severity(r: CheckResult, overrides: Dict[str, str]) -> CheckResult:
     return r
 
 
+def unknown_disabled(disabled: List[Any]) -> List[str]:
+    """One sentence per ``checks.disabled`` entry that names no check.
+
+    At run time an unknown id only warns (``config check`` rejects it): it
+    must never break a run or drain. The other suites' check modules are
+    imported only when an entry matches none of this suite's (rule 7).
+    """
+    from gcm_checks.checks import load_all
+    from gcm_checks.registry import CHECKS, unmatched
+
+    if not disabled:
+        return []
+    left = unmatched(disabled, CHECKS)
+    if left:
+        load_all()
+        left = unmatched(left, CHECKS)
+    return [f"checks.disabled: {d!r} names no check and is ignored (gcm-checks check --list shows the ids)"
+            for d in left]
+
+
 def run_suite(tag: str, ctx: Context) -> List[CheckResult]:
     from gcm_checks.checks import load_all
     from gcm_checks.deadline import DeadlineExceeded, run_all
     from gcm_checks.registry import GATHERERS, select
 
     load_all(tag)
-    specs = select(tag, ctx.settings.get("checks.disabled", []) or [])
+    disabled = ctx.settings.get("checks.disabled", []) or []
+    specs = select(tag, disabled)
+    ctx.config_warnings.extend(unknown_disabled(disabled))
     needs = sorted({s.needs for s in specs})
     jobs = {}
     for n in needs:

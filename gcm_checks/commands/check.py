@@ -44,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
         results = runner.run_suite(args.tag, ctx)
     finally:
         ctx.close()
+    for w in ctx.config_warnings:
+        print(f"warning: {w}", file=sys.stderr)
     v = verdict(results)
     if args.json:
         emit_json({"verdict": v.value, "node": settings.node, "tag": args.tag, "results": result_rows(results)})

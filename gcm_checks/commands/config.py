@@ -24,6 +24,21 @@ BROKEN_MEANS = ("prolog, epilog and health run the hardware checks with built-in
                 "nothing is drained, the log has a config_error line, the gcm_config_error metric is 1")
 
 
+# What the nodes do with an unknown id in checks.disabled (gcm_checks.runner).
+UNKNOWN_ID_MEANS = ("the id is ignored with a config_warning line in the log; every other setting applies and "
+                    "the check the id was meant to disable still runs")
+
+
+def _error(args: argparse.Namespace, e: Any, on_nodes: str) -> int:
+    if args.json:
+        print(json.dumps({"ok": False, "file": e.source, "key": e.key, "expected": e.expected, "error": str(e),
+                          "on_nodes": on_nodes}))
+    else:
+        print(f"config error: {e}", file=sys.stderr)
+        print(f"on the nodes: {on_nodes}", file=sys.stderr)
+    return 1
+
+
 def advice(settings: Any) -> List[str]:
     """Valid but probably not meant: each a sentence for the admin."""
     out = []
@@ -48,14 +63,12 @@ def run(args: argparse.Namespace) -> int:
         data = config.parse_file(path) if path else {}
         settings = config.resolve(data, getattr(args, "node", None) or config.node_name(), path or "(defaults)")
     except config.ConfigError as e:
-        if args.json:
-            print(json.dumps({"ok": False, "file": e.source, "key": e.key, "expected": e.expected, "error": str(e),
-                              "on_nodes": BROKEN_MEANS}))
-        else:
-            print(f"config error: {e}", file=sys.stderr)
-            print(f"on the nodes: {BROKEN_MEANS}", file=sys.stderr)
-        return 1
+        return _error(args, e, BROKEN_MEANS)
     if cmd == "check":
+        try:
+            config.check_ids_known(data, path or "(defaults)")
+        except config.ConfigError as e:
+            return _error(args, e, UNKNOWN_ID_MEANS)
         nodes = len(data.get("nodes") or [])
         warnings = advice(settings)
         if args.json:

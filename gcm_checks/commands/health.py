@@ -174,6 +174,8 @@ def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float
         results = runner.run_suite("health", ctx)
     finally:
         ctx.close()
+    for w in ctx.config_warnings:
+        log.warning("config_warning", detail=w)
     v = verdict(results)
     for r in results:
         if r.status is not Status.PASS:

@@ -115,6 +115,8 @@ def run_checks(args: argparse.Namespace, kind: str, ctx: Any, log: Any) -> Tuple
         results = runner.run_suite(kind, ctx)
     finally:
         ctx.close()
+    for w in ctx.config_warnings:
+        log.warning("config_warning", detail=w)
     for r in results:
         if r.status is not Status.PASS:
             log.info("result", **r.to_dict())
