@@ -21,7 +21,6 @@ MAX_LINES = 500
 OVERSIZED_ALLOWED = frozenset({
     "gcm_checks.classify.engine",
     "gcm_checks.dcgm",
-    "gcm_checks.dcgm_py",
     "gcm_checks.kernel_log",
     "gcm_checks.run.launcher",
     "gcm_checks.run.progress",
