@@ -20,7 +20,6 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 MAX_LINES = 500
 OVERSIZED_ALLOWED = frozenset({
     "gcm_checks.classify.engine",
-    "gcm_checks.dcgm",
     "gcm_checks.kernel_log",
     "gcm_checks.run.launcher",
     "gcm_checks.run.progress",
