@@ -100,3 +100,48 @@ def kernel_xid_line(
     if fmt == "dmesg":
         return f"[{when - boot_time:12.6f}] {text}"
     raise ValueError(f"unknown kernel log format {fmt!r}")
+
+
+# --------------------------------------------------------------------------
+# Settings and GPU facts: what a check is called with (issue 16: tests build
+# facts here instead of each re-inventing a _Settings or snapshot helper)
+
+
+def settings(data: Optional[Mapping] = None, *, node: str = "n1", **sections: Mapping):
+    """Settings as the node ``node`` resolves them (``config.resolve``): the
+    schema's defaults, then ``data`` (a parsed config file, ``nodes:``
+    sections included), then ``sections`` (``gpu={"count": 4}``) on top.
+    Validated like a real file, so a misspelt key fails the test."""
+    from gcm_checks import config
+
+    merged: Dict = dict(data or {})
+    for name, values in sections.items():
+        merged[name] = {**(merged.get(name) or {}), **values}
+    config._validate_section("(test)", merged, config.SCHEMA, "", allow_nodes=True)
+    return config.resolve(merged, node, "(test)")
+
+
+def gpu(index: int = 0, **fields):
+    """One healthy GPU's NVML snapshot (``gather.nvml.GpuSnapshot``): no ECC
+    errors, nothing pending, 35 C, PCIe gen 5 x16 (gen 1 now: idle),
+    persistence on, no processes. ``fields`` override any of it."""
+    from gcm_checks.gather.nvml import GpuSnapshot
+
+    base = dict(index=index, pci_bus_id=f"00000000:{0x18 + 0x10 * index:02X}:00.0", name="NVIDIA H100 80GB HBM3",
+                uuid=f"GPU-{index:08d}-0000-0000-0000-000000000000", ecc_uncorrected_volatile=0,
+                retired_pages_pending=False, remap_pending=False, remap_failure=False, temperature_c=35,
+                pcie_gen=1, pcie_width=16, pcie_max_gen=5, pcie_max_width=16, throttle_reasons=("gpu_idle",),
+                persistence_mode=True)
+    base.update(fields)
+    return GpuSnapshot(**base)
+
+
+def gpu_facts(*gpus, **kw):
+    """NVML facts of a node with these snapshots (eight healthy GPUs when
+    none are given); ``kw`` sets ``GpuFacts`` fields (``init_error=...``)."""
+    from gcm_checks.gather.nvml import GpuFacts
+
+    snaps = tuple(gpus) if gpus else tuple(gpu(i) for i in range(8))
+    base = dict(count=len(snaps), gpus=snaps, driver_version="550.54.15")
+    base.update(kw)
+    return GpuFacts(**base)
