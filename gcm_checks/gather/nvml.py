@@ -107,6 +107,11 @@ class GpuFacts:
     gpus: Tuple[GpuSnapshot, ...] = ()
     duration_s: float = 0.0
     deadline_s: float = 0.0  # the per-GPU deadline actually applied
+    # Added by the "gpu" gatherer (checks/gpu.py), not by NVML: what the PCI
+    # bus shows (gcm_checks.gather.pci.PciFacts) for the zero-config rules,
+    # and which running jobs own GPU processes (gcm_checks.gather.jobs.JobView).
+    pci: Any = None
+    jobs: Any = None
 
     def bus_ids(self) -> Dict[str, int]:
         return {g.pci_bus_id: g.index for g in self.gpus if g.pci_bus_id}
