@@ -77,7 +77,7 @@ def _job_path(state_dir: PathLike, job_id: str, node: str) -> Path:
 
 
 def record_job_start(state_dir: PathLike, job_id: str, node: str, when: Optional[float] = None,
-                     restart_count: Optional[int] = None) -> Path:
+                     restart_count: Optional[int] = None, gpus: Optional[list] = None) -> Path:
     """What the epilog needs from job start: the time (its XID window) and the
     restart count (a run ended by a requeue already sees the next count in its
     epilog environment, so the report key must come from here)."""
@@ -85,6 +85,11 @@ def record_job_start(state_dir: PathLike, job_id: str, node: str, when: Optional
     data: Dict[str, Any] = {"job_id": job_id, "node": node, "start": time.time() if when is None else when}
     if restart_count is not None:
         data["restart_count"] = int(restart_count)
+    if gpus is not None:
+        # The job's GPU indices: health and later prologs treat processes on
+        # them as this job's, not leftovers, until the epilog forgets the job
+        # (gcm_checks.gather.jobs; the rule for nodes without job cgroups).
+        data["gpus"] = sorted(int(g) for g in gpus)
     # No fsync: if a crash loses it, the epilog falls back to slurmctld's StartTime.
     write_json_atomic(p, data, fsync=False)
     return p

@@ -23,6 +23,9 @@ EXPECTED = {
     "ib-port-down": ("fail", "ib.port.", "mlx5_3 port 1"),  # state or phys_state
     "pcie-degraded": ("fail", "gpu.pcie.width", "GPU 1"),
     "nvml-mismatch": ("fail", "gpu.nvml", ""),
+    # gpu.count: 8 is configured here, so the count speaks (NVML lists 7)
+    "gpu-missing": ("fail", "gpu.count", ""),
+    "hca-missing": ("fail", "ib.hca.present", "mlx5_7"),
     # epilog / qualification scenarios: the prolog sees nothing wrong
     "xid-during-job": ("pass", None, None),
     "healthy-dcgm": ("pass", None, None),
