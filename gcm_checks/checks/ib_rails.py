@@ -18,9 +18,8 @@ rules stay silent and ``gcm_checks.checks.ib`` judges what is listed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, FrozenSet, List, Mapping, Tuple
+from typing import Any, Dict, FrozenSet, List, Mapping, NamedTuple, Tuple
 
 from gcm_checks.registry import register
 from gcm_checks.result import CheckResult, failed, passed
@@ -29,9 +28,8 @@ TAGS = ["prolog", "health", "qualify"]
 SEEN_ACTIVE_FILE = "ib_seen_active.json"
 
 
-@dataclass(frozen=True)
-class RailFacts:
-    models: Mapping[str, str] = field(default_factory=dict)  # device -> hca_type/board_id
+class RailFacts(NamedTuple):  # not a dataclass: cheaper to create at import, on the prolog path
+    models: Mapping[str, str] = {}  # device -> hca_type/board_id (never mutated)
     seen_active: FrozenSet[str] = frozenset()  # port keys seen ACTIVE earlier this boot
     pci: Any = None  # gcm_checks.gather.pci.PciFacts, None when not available
     note: str = ""
