@@ -157,23 +157,29 @@ def write_pci_tree(root: Path, devices: Iterable[Mapping[str, Any]], nvidia_modu
 
     Each device: ``{address, vendor, device, class, driver="", ib_devices=[]}``
     (ints or hex strings). ``driver`` becomes a link into
-    ``sys/bus/pci/drivers/<name>`` as in the real tree.
+    ``sys/bus/pci/drivers/<name>`` as in the real tree. Plain os calls: the
+    simulated prolog writes this tree on every run (tests/bench/bench_prolog.py).
     """
-    ddir = Path(root).joinpath(*DEVICES_DIR)
-    ddir.mkdir(parents=True, exist_ok=True)
+    base = str(root)
+    ddir = os.path.join(base, *DEVICES_DIR)
+    os.makedirs(ddir, exist_ok=True)
     if nvidia_module:
-        Path(root).joinpath(*NVIDIA_MODULE).mkdir(parents=True, exist_ok=True)
-    drivers = Path(root) / "sys" / "bus" / "pci" / "drivers"
+        os.makedirs(os.path.join(base, *NVIDIA_MODULE), exist_ok=True)
+    drivers = os.path.join(base, "sys", "bus", "pci", "drivers")
     for spec in devices:
-        d = ddir / str(spec["address"])
-        d.mkdir(parents=True, exist_ok=True)
+        d = os.path.join(ddir, str(spec["address"]))
+        os.makedirs(d, exist_ok=True)
         for attr, width in (("vendor", 4), ("device", 4), ("class", 6)):
             v = spec[attr]
             v = int(v, 16) if isinstance(v, str) else int(v)
-            (d / attr).write_text(f"0x{v:0{width}x}\n")
+            fd = os.open(os.path.join(d, attr), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
+            try:
+                os.write(fd, f"0x{v:0{width}x}\n".encode())
+            finally:
+                os.close(fd)
         drv = str(spec.get("driver") or "")
         if drv:
-            (drivers / drv).mkdir(parents=True, exist_ok=True)
-            os.symlink(drivers / drv, d / "driver")
+            os.makedirs(os.path.join(drivers, drv), exist_ok=True)
+            os.symlink(os.path.join(drivers, drv), os.path.join(d, "driver"))
         for ib in spec.get("ib_devices") or ():
-            (d / "infiniband" / str(ib)).mkdir(parents=True, exist_ok=True)
+            os.makedirs(os.path.join(d, "infiniband", str(ib)), exist_ok=True)
