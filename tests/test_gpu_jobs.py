@@ -190,3 +190,37 @@ def test_real_health_drains_for_a_true_leftover(tmp_path):
                         "--json", "--dry-run", "--node", "n1"], capture_output=True, text=True, env=env, timeout=60, cwd=str(REPO))
     assert json.loads(p.stdout)["verdict"] == "fail"
     assert "state=drain reason='gcm: gpu.processes" in p.stderr
+
+
+def test_a_survivor_in_an_ended_jobs_cgroup_is_a_leftover(tmp_path, no_job):
+    # Job 12 ran, its epilog ran (forget_job), but one unkillable process is
+    # still in its cgroup: exactly the leftover the next job must not get.
+    from gcm_checks.state import forget_job, job_ended
+
+    state = tmp_path / "state"
+    record_job_start(state, "12", "sim", gpus=[0])
+    forget_job(state, "12", "sim")
+    assert job_ended(state, "12", "sim") and jobs.read_allocations(str(state), "sim") == {}
+    r = _processes(tmp_path, _sim(tmp_path, {0: [{"pid": 77, "job": 12}], 1: [{"pid": 78, "job": 13}]}))
+    assert [(x.status, x.subject.split(" (")[0]) for x in r] == [(Status.FAIL, "GPU 0")]
+    assert "77 of ended job 12" in r[0].message
+
+
+def test_a_requeued_job_is_running_again(tmp_path, no_job):
+    from gcm_checks.state import forget_job, job_ended
+
+    state = tmp_path / "state"
+    forget_job(state, "12", "sim")
+    record_job_start(state, "12", "sim", gpus=[0])  # its next run's prolog
+    assert not job_ended(state, "12", "sim")
+    assert [x.status for x in _processes(tmp_path, _sim(tmp_path, {0: [{"pid": 77, "job": 12}]}))] == [Status.PASS]
+
+
+def test_ended_markers_are_bounded(tmp_path, monkeypatch):
+    from gcm_checks import state as st
+
+    monkeypatch.setattr(st, "ENDED_KEEP", 10)
+    for i in range(25):
+        st.forget_job(tmp_path, str(i), "n")
+    left = len(list((tmp_path / "jobs" / st.ENDED_DIR).iterdir()))
+    assert 5 <= left <= 11 and st.job_ended(tmp_path, "24", "n")

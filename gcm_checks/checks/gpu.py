@@ -305,7 +305,9 @@ def check_processes(facts: GpuFacts, settings: Any) -> List[CheckResult]:
             else:
                 owned.append(dict(p, gpu=g.index, job=job))
         if leftovers:
-            pids = ", ".join(str(p["pid"]) for p in leftovers)
+            ended = view.owners if view is not None else {}
+            pids = ", ".join(f"{p['pid']} of ended job {ended[int(p['pid'])]}" if int(p["pid"]) in ended else str(p["pid"])
+                             for p in leftovers)
             mib = sum(p.get("used_memory_mib", 0) for p in leftovers)
             return CheckResult("gpu.processes", status,
                                f"{len(leftovers)} leftover compute process(es) (pid {pids}, {mib} MiB) in no running job: kill them or reboot",

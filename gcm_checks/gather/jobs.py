@@ -4,7 +4,10 @@ A GPU process belongs to a running job when
 
 * its ``/proc/<pid>/cgroup`` names ``job_<id>`` under Slurm's hierarchy
   (cgroup v1: ``/slurm/uid_1000/job_12/step_0``, ``/slurm_node1/uid_0/job_12``;
-  v2: ``/system.slice/slurmstepd.scope/job_12/step_0/user/task_0``), or
+  v2: ``/system.slice/slurmstepd.scope/job_12/step_0/user/task_0``) and that
+  job's epilog has not run yet (it leaves ``<state_dir>/jobs/ended/<job>.<node>``:
+  a process that survived its job's end - unkillable, in D state - stays in
+  the job's cgroup and is exactly the leftover to catch), or
 * it runs on a GPU that a job's prolog recorded as that job's allocation
   (``<state_dir>/jobs/<job>.<node>.json``, removed by its epilog): the rule for
   proctrack/linuxproc, where jobs have no cgroup.
@@ -35,6 +38,9 @@ class JobView:
     job_gpus: Optional[FrozenSet[int]] = None  # the GPUs given to it; None = the whole node
     owners: Mapping[int, str] = field(default_factory=dict)  # pid -> job id (cgroup)
     allocations: Mapping[str, FrozenSet[int]] = field(default_factory=dict)  # other job -> GPU indices
+    # Jobs named by a cgroup whose epilog has already run: their processes
+    # (unkillable survivors) are leftovers.
+    ended: FrozenSet[str] = frozenset()
 
     def in_scope(self, gpu_index: int) -> bool:
         return self.job_gpus is None or gpu_index in self.job_gpus
@@ -42,7 +48,7 @@ class JobView:
     def owner(self, pid: int, gpu_index: int) -> Optional[str]:
         """The running job a process on ``gpu_index`` belongs to, or None (a leftover)."""
         job = self.owners.get(pid)
-        if job:
+        if job and job not in self.ended:
             return job
         for other, gpus in self.allocations.items():
             # The starting job's own record must not excuse what is already on
@@ -138,4 +144,9 @@ def gather(root: str, pids: Iterable[int], state_dir: Optional[str], node: str,
         if j:
             owners[int(pid)] = j
     allocations = read_allocations(state_dir, node) if state_dir else {}
-    return JobView(job, gpus, owners, allocations)
+    ended = frozenset()
+    if state_dir:
+        from gcm_checks.state import job_ended
+
+        ended = frozenset(j for j in set(owners.values()) if j != job and job_ended(state_dir, j, node))
+    return JobView(job, gpus, owners, allocations, ended)
