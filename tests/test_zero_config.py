@@ -303,3 +303,14 @@ def test_prolog_with_no_config_judges_by_the_bus(tmp_path, name):
     assert doc["verdict"] == verdict, p.stdout + p.stderr
     if check:
         assert any(r["check"] == check and r["status"] == "fail" for r in doc["results"]), p.stdout
+
+
+def test_a_failing_pci_read_costs_neither_the_gpu_nor_the_ib_facts(tmp_path, monkeypatch):
+    def boom(self):
+        raise RuntimeError("odd sysfs")
+
+    monkeypatch.setattr(runner.Context, "pci_facts", boom)
+    results = _run(tmp_path, scenario.load("gpu-lost"))
+    assert not [r for r in results if r.check.endswith(".gather")]
+    assert [(r.check, r.subject) for r in results if r.status is Status.FAIL] == [("gpu.responsive", "GPU 3")]
+    assert _by(results, "ib.hca.pci")[0].status is Status.PASS

@@ -22,16 +22,24 @@ def gather_gpu(ctx: Any) -> GpuFacts:
 
     facts = ctx.gpu_facts()
     extra: dict = {}
+    # Neither extra may cost the NVML facts: a failure leaves it None, which
+    # the checks read as "cannot tell" (no bus comparison; no job owners).
     pci_facts = getattr(ctx, "pci_facts", None)
     if pci_facts is not None:
-        extra["pci"] = pci_facts()
+        try:
+            extra["pci"] = pci_facts()
+        except Exception:  # noqa: BLE001 - our bug or an odd sysfs: not a GPU fault
+            pass
     pids = [int(p["pid"]) for g in facts.gpus for p in g.processes]
     if pids:
         from gcm_checks.gather import jobs
 
-        root = ctx.sysfs_root() if callable(getattr(ctx, "sysfs_root", None)) else "/"
-        state_dir = getattr(ctx, "state_dir", None)
-        extra["jobs"] = jobs.gather(str(root), pids, str(state_dir) if state_dir else None, getattr(ctx, "node", ""))
+        try:
+            root = ctx.sysfs_root() if callable(getattr(ctx, "sysfs_root", None)) else "/"
+            state_dir = getattr(ctx, "state_dir", None)
+            extra["jobs"] = jobs.gather(str(root), pids, str(state_dir) if state_dir else None, getattr(ctx, "node", ""))
+        except Exception:  # noqa: BLE001
+            pass
     return replace(facts, **extra) if extra else facts
 
 
