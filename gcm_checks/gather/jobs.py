@@ -24,20 +24,21 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterable, Mapping, Optional
+from typing import Dict, FrozenSet, Iterable, Mapping, NamedTuple, Optional
 
 _JOB_RE = re.compile(r"/job_(\d+)(?:/|$)")
 CGROUP_MAX = 16 * 1024  # a cgroup file is a few lines; never read more
 RECORDS_MAX = 4096  # job records read at most (a node runs far fewer jobs at once)
 
 
-@dataclass(frozen=True)
-class JobView:
+class JobView(NamedTuple):
+    """A NamedTuple, not a dataclass: every real prolog imports this module
+    (it records the job's GPUs), and a frozen dataclass costs ~0.5 ms at import."""
+
     job_id: Optional[str] = None  # the job whose prolog is running, if any
     job_gpus: Optional[FrozenSet[int]] = None  # the GPUs given to it; None = the whole node
-    owners: Mapping[int, str] = field(default_factory=dict)  # pid -> job id (cgroup)
-    allocations: Mapping[str, FrozenSet[int]] = field(default_factory=dict)  # other job -> GPU indices
+    owners: Mapping[int, str] = {}  # pid -> job id (cgroup); never mutated
+    allocations: Mapping[str, FrozenSet[int]] = {}  # other job -> GPU indices; never mutated
     # Jobs named by a cgroup whose epilog has already run: their processes
     # (unkillable survivors) are leftovers.
     ended: FrozenSet[str] = frozenset()
