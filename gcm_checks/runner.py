@@ -98,7 +98,7 @@ class Context:
                     shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
                     tmp = tempfile.TemporaryDirectory(prefix="gcm-sim-sysfs-", dir=shm)
                     self._tmpdirs.append(tmp)
-                    write_tree(Path(tmp.name), self.sim)
+                    write_tree(Path(tmp.name), self.sim, pci=False)  # pci_facts() writes the bus
                     self._sysfs_root = tmp.name
                 else:
                     self._sysfs_root = str(self.settings.get("infiniband.sysfs_root", "/") or "/")
@@ -111,7 +111,12 @@ class Context:
             if self._pci_facts is None:
                 from gcm_checks.gather.pci import read_pci
 
-                self._pci_facts = read_pci(self.sysfs_root())
+                root = self.sysfs_root()
+                if self.sim is not None:
+                    from gcm_checks.sim.tree import write_pci
+
+                    write_pci(Path(root), self.sim)
+                self._pci_facts = read_pci(root)
             return self._pci_facts
 
     def close(self) -> None:

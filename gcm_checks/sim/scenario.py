@@ -117,7 +117,7 @@ def load(name_or_path: str) -> Dict[str, Any]:
     data = _read_raw(name_or_path)
     data["gpus"] = _expand_gpus(data.get("gpus"))
     data["infiniband"] = _expand_ib(data.get("infiniband"))
-    from gcm_checks.sim.pci import expand_pci
+    from gcm_checks.sim.tree import expand_pci
 
     data["pci"] = expand_pci(data.get("pci"), data["gpus"], data["infiniband"])
     data["name"] = Path(name_or_path).stem
