@@ -189,7 +189,8 @@ def test_real_health_drains_for_a_true_leftover(tmp_path):
     p = subprocess.run([sys.executable, "-m", "gcm_checks", "health", "--config", str(cfg), "--sim", "leftover-processes",
                         "--json", "--dry-run", "--node", "n1"], capture_output=True, text=True, env=env, timeout=60, cwd=str(REPO))
     assert json.loads(p.stdout)["verdict"] == "fail"
-    assert "state=drain reason='gcm: gpu.processes" in p.stderr
+    drain = [ln for ln in p.stderr.splitlines() if "state=drain" in ln]
+    assert drain and "gpu.processes" in drain[0] and "GPU 2" in drain[0]
 
 
 def test_a_survivor_in_an_ended_jobs_cgroup_is_a_leftover(tmp_path, no_job):
