@@ -314,3 +314,16 @@ def test_a_failing_pci_read_costs_neither_the_gpu_nor_the_ib_facts(tmp_path, mon
     assert not [r for r in results if r.check.endswith(".gather")]
     assert [(r.check, r.subject) for r in results if r.status is Status.FAIL] == [("gpu.responsive", "GPU 3")]
     assert _by(results, "ib.hca.pci")[0].status is Status.PASS
+
+
+def test_nvml_listing_more_than_a_partial_bus_view_is_not_judged():
+    from gcm_checks.checks.gpu import check_count
+    from gcm_checks.gather.nvml import GpuFacts, GpuSnapshot
+
+    bus = pci.PciFacts("/", True, gpus=(pci.PciDevice("0000:18:00.0", 0x10DE, 0x2330, 0x030200, "nvidia"),))
+    facts = GpuFacts(count=2, gpus=(GpuSnapshot(0, "00000000:18:00.0"), GpuSnapshot(1, "00000000:2A:00.0")), pci=bus)
+    r = check_count(facts, resolve({}, "n"))
+    assert r[0].status is Status.PASS and "partial" in r[0].message
+    missing = GpuFacts(count=1, gpus=(GpuSnapshot(0, "00000000:2A:00.0"),), pci=bus)
+    r = check_count(missing, resolve({}, "n"))
+    assert r[0].status is Status.FAIL and r[0].details["unlisted"] == ["0000:18:00.0"]

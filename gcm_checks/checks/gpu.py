@@ -162,8 +162,8 @@ def _count_against_bus(facts: GpuFacts) -> List[CheckResult]:
         return [failed("gpu.count", f"{_on_bus(on_bus)}, NVML lists {found}: not listed by NVML: {where}; "
                        "check dmesg for the GPU (RmInitAdapter, XID 79), reseat or RMA",
                        expected=on_bus, found=found, unlisted=unlisted, source="pci")]
-    return [passed("gpu.count", f"{found} GPUs, as on the PCI bus (gpu.count not set)", expected=on_bus, found=found,
-                   source="pci")]
+    seen = f"{found} GPUs, as on the PCI bus" if found == on_bus else f"NVML lists {found} GPUs, {_on_bus(on_bus)} (partial sysfs view)"
+    return [passed("gpu.count", f"{seen} (gpu.count not set)", expected=on_bus, found=found, source="pci")]
 
 
 @register("gpu.responsive", tags=PROLOG, needs="gpu")
