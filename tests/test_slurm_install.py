@@ -88,3 +88,36 @@ def test_busy_node_health_with_state_any_is_not_degraded_by_its_jobs_processes(i
     assert "DRAIN" not in node1["State"] and node1.get("ActiveFeatures") == "gcm_ok", node1
     assert node1["Extra"].startswith("gcm ok")
     assert c.job_state(job) == "RUNNING"
+
+
+def test_installed_prolog_runs_jobs_and_uninstall_keeps_the_safe_order(installed):
+    from slurm_cluster import REPO
+
+    c, prefix = installed
+    prolog_glob, epilog_glob = f"{prefix}/prolog.d/*", f"{prefix}/epilog.d/*"
+    c.use_scripts(prolog_glob, epilog_glob)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "GCM_CHECKS_"))}
+
+    def uninstall():
+        return subprocess.run([sys.executable, "-m", "gcm_checks", "uninstall", "--slurm-conf", c.conf, "--prefix", prefix],
+                              capture_output=True, text=True, env=env, timeout=60, cwd=REPO)
+
+    try:
+        job = c.sbatch("true\n", nodelist="node1", job_name="installed")
+        assert c.wait_job(job, {"COMPLETED", "FAILED"}, timeout=60)["JobState"] == "COMPLETED"
+        assert os.path.exists(os.path.join(c.state_dir, "jobs", "ended"))  # the installed epilog ran gcm-checks
+        p = uninstall()
+        assert p.returncode == 1 and "Prolog=" in p.stderr  # slurm.conf still runs it: nothing removed
+        assert os.path.exists(f"{prefix}/prolog.d/50-gcm-checks")
+        c.use_scripts(None, None)  # the admin removes the lines and reconfigures
+        p = uninstall()
+        assert p.returncode == 0, p.stderr
+        assert os.listdir(f"{prefix}/prolog.d") == ["00-noop"]
+        # A slurmd still on the old configuration runs the glob: the no-op
+        # keeps it from "Prolog error" (an empty prolog.d drains the node).
+        c.use_scripts(prolog_glob, epilog_glob)
+        job = c.sbatch("true\n", nodelist="node1", job_name="after-uninstall")
+        assert c.wait_job(job, {"COMPLETED", "FAILED"}, timeout=60)["JobState"] == "COMPLETED"
+        assert "DRAIN" not in c.node("node1")["State"]
+    finally:
+        c.use_scripts(None, None)
