@@ -109,6 +109,7 @@ def test_installed_prolog_runs_jobs_and_uninstall_keeps_the_safe_order(installed
         p = uninstall()
         assert p.returncode == 1 and "Prolog=" in p.stderr  # slurm.conf still runs it: nothing removed
         assert os.path.exists(f"{prefix}/prolog.d/50-gcm-checks")
+        c.wait_nodes_idle(timeout=60)  # no reconfigure while node1 is still completing the job
         c.use_scripts(None, None)  # the admin removes the lines and reconfigures
         p = uninstall()
         assert p.returncode == 0, p.stderr
