@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help='classify records {"id","text","state"?,"exit_code"?}; "-" reads stdin')
     mode.add_argument("--evaluate", metavar="FILE.jsonl", help="score labelled records against their 'label'")
     parser.add_argument("--split", choices=("all", "sealed", "tuning"), default="all",
-                        help="with --evaluate: score only one split of the corpus (sealed iff sha256(id) mod 3 == 0)")
+                        help="with --evaluate: score only one split of the corpus (sealed iff sha256(source thread) mod 3 == 0)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -136,7 +136,7 @@ def _evaluate(path: str, as_json: bool, split: str = "all") -> int:
                     if not isinstance(label, str):
                         raise RecordError(f"line {n}: no 'label'")
                     rid = str(rec.get("id", n))
-                    if split != "all" and split_of(rid) != split:
+                    if split != "all" and split_of(rec) != split:
                         continue
                     r = classify(record_to_input(rec))
                     rows.append((rid, label, r.category, r.rule,
