@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from gcm_checks.classify.model import ClassifyInput, Classification, Evidence, LogText
-from gcm_checks.classify.rules import KERNEL, LOG, RULES, RULES_BY_ID, WARNING_LINE, Rule
+from gcm_checks.classify.rules import KERNEL, LOG, WARNING_LINE, Rule
+from gcm_checks.classify.rules_more import ALL_BY_ID as RULES_BY_ID, ALL_RULES as RULES
 from gcm_checks.classify.taxonomy import CATEGORIES
 
 # Only the end of a text is scanned: a failed job's cause is at the end, and
@@ -399,8 +400,15 @@ def structured_hits(inp: ClassifyInput) -> List[Hit]:
         add("exit.crash_signal", "segfault_signal", 44, 0.8, "slurm", f"signal {sig} ({_CRASH_SIGNALS[sig]})",
             f"the job died of {_CRASH_SIGNALS[sig]}")
     elif sig == 9:
-        add("exit.sigkill", "unknown", 4, 0.3, "slurm", "signal 9 (SIGKILL)",
-            "the job was SIGKILLed (out of memory, or killed by hand)")
+        # SIGKILL with no other cause is most often the OOM killer (issue 14,
+        # item 4): a moderate guess that any real cause in the logs outranks.
+        add("exit.sigkill", "host_oom", 40, 0.5, "slurm", "signal 9 (SIGKILL)",
+            "the job was SIGKILLed with no other error, which is what the OOM killer does")
+    elif sig == 15:
+        # SIGTERM: scancel/qdel unless the state says TIMEOUT or PREEMPTED
+        # (those state hits outrank this one).
+        add("exit.sigterm", "cancelled_user", 35, 0.45, "slurm", "signal 15 (SIGTERM)",
+            "the job was sent SIGTERM (cancelled; a time limit or preemption would say so)")
     elif code in (126, 127):
         add("exit.not_executable", "import_env", 20, 0.5, "slurm", f"exit code {code}",
             "a command was not found or not executable")
@@ -540,9 +548,10 @@ def _fallback(inp: ClassifyInput) -> Classification:
                               [Evidence("slurm", 0, code)],
                               f"The job ended with {code} and its logs do not say why — {unk.verdict}.")
     if any(log.text.strip() for log in inp.logs):
-        # A log with no error, no failure marker and no exit data is a job that
-        # ran to its end: the most honest low-confidence answer is success.
-        return Classification("success", CATEGORIES["success"].responsibility, 0.4, "fallback.no_error_seen", [],
-                              "No error or failure marker in the log — probably finished normally.")
+        # No error, no failure marker and no exit data: we cannot tell. A failed
+        # job's log without a marker we know must not read as a success
+        # (issue 14): success needs exit 0 / COMPLETED or a completion marker.
+        return Classification("unknown", unk.responsibility, 0.2, "fallback.no_evidence", [],
+                              f"No failure marker, completion marker or exit data — {unk.verdict}.")
     return Classification("unknown", unk.responsibility, 0.0, "fallback.no_input", [],
                           "No log and no exit data to classify.")

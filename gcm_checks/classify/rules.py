@@ -383,8 +383,10 @@ RULES: Tuple[Rule, ...] = (
 # Successful runs are full of them ("NCCL INFO NET/Plugin: ... cannot open
 # shared object file" is a normal start-up line). "NCCL WARN" is not one: it
 # is how NCCL reports its real errors.
+# "INFO"/"DEBUG" only as a level word, never as a value: PyTorch's real error
+# "unhandled system error (run with NCCL_DEBUG=INFO for details)" must match.
 WARNING_LINE = re.compile(r"\b[A-Z][A-Za-z]*Warning\b|\[W(?:\d{4}\s|\s)|\bWARNING\b|(?<!NCCL )\bWARN\b"
-                          r"|\bwarn(?:ing)?:|\bINFO\b|\bDEBUG\b")
+                          r"|\bwarn(?:ing)?:|(?<![=_])\bINFO\b|(?<![=_])\bDEBUG\b")
 
 RULES_BY_ID = {r.id: r for r in RULES}
 if len(RULES_BY_ID) != len(RULES):  # pragma: no cover - a table typo

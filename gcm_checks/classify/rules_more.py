@@ -1,0 +1,165 @@
+"""Rules for the world beyond Slurm + CUDA + Python (issue 14), and the full table.
+
+rules.py holds the original table; this module adds what real logs from
+other places say: PBS/Torque and MOAB, LSF, HTCondor, Kubernetes, Ray,
+SkyPilot, TPU/XLA, C++ programs logging through glog, and what a shell
+prints when it kills or loses a child. ``ALL_RULES`` is the table the engine
+runs. Same conventions as rules.py: literal keywords gate each rule, every
+repetition is bounded, patterns key on the stable words of a message.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, Tuple
+
+from gcm_checks.classify.rules import (
+    KERNEL, R_CANCEL, R_DATA, R_ENV, R_EXCEPTION, R_GPU_HW, R_HOST_OOM_SLURM, R_NCCL, R_NODE_FAIL, R_NUMERIC, R_OOM,
+    R_SCHED, R_SIGNAL, R_STORAGE, RULES, Rule,
+)
+
+MORE_RULES: Tuple[Rule, ...] = (
+    # ---- other schedulers: the line they print when they end a job ------------------
+    # PBS/Torque: "=>> PBS: job killed: walltime 906 exceeded limit 900"; MOAB mail
+    # "job exceeded wallclock limit"; LSF "TERM_RUNLIMIT: job killed after reaching
+    # LSF run time limit"; HTCondor/CRAB "wall clock limit".
+    Rule("pbs.walltime", "timeout_walltime", R_SCHED, 0.95,
+         ("walltime", "wallclock", "wall clock", "term_runlimit", "term_cpulimit", "term_deadline"),
+         r"PBS: job killed: (?:walltime|cput) \d+ exceeded limit|job exceeded wall ?clock limit"
+         r"|TERM_(?:RUNLIMIT|CPULIMIT|DEADLINE)\b|due to wall clock limit|exceeded (?:its )?wall ?(?:clock|time) limit",
+         "the batch system stopped the job at its time limit", terminal=True, warnings_ok=True,
+         flags=re.IGNORECASE),
+    Rule("pbs.memory", "host_oom", R_HOST_OOM_SLURM, 0.93,
+         ("pbs: job killed", "memory resource limit", "mem usage hard limit", "term_memlimit", "term_swap",
+          "term_threadlimit", "term_processlimit"),
+         r"PBS: job killed: [pv]?mem\b|Job exceeded a memory resource limit|exceeded MEM usage hard limit"
+         r"|TERM_(?:MEMLIMIT|SWAP|THREADLIMIT|PROCESSLIMIT)\b",
+         "the batch system killed the job for exceeding its memory (or process) limit", terminal=True,
+         warnings_ok=True),
+    Rule("lsf.preempt", "preempted", R_SCHED, 0.9,
+         ("term_preempt", "term_requeue", "term_unknown"),
+         r"TERM_PREEMPT\b|TERM_REQUEUE_(?:OWNER|ADMIN)\b",
+         "LSF preempted or requeued the job", terminal=True, warnings_ok=True),
+    Rule("batch.deleted", "cancelled_user", R_CANCEL, 0.7,
+         ("deleted at request of", "term_owner", "term_admin", "term_force"),
+         r"Job deleted at request of|TERM_(?:OWNER|ADMIN|FORCE_OWNER|FORCE_ADMIN)\b",
+         "the job was deleted (qdel / bkill)", terminal=True, warnings_ok=True),
+    # ---- Kubernetes / containers -----------------------------------------------------
+    Rule("k8s.oomkilled", "host_oom", R_HOST_OOM_SLURM, 0.9,
+         ("oomkilled", "oom killed", "low on resource: memory", "memorypressure"),
+         r"(?<![\"'])\bOOMKilled\b(?![\"']?\s*:\s*false)|\"?reason\"?\s*:\s*\"?OOM ?Killed|Reason:\s+OOMKilled"
+         r"|low on resource: memory|condition: \[MemoryPressure\]",
+         "Kubernetes killed the container for exceeding its memory limit", terminal=True, warnings_ok=True),
+    Rule("k8s.evicted_disk", "storage_io", R_STORAGE + 4, 0.8,
+         ("ephemeral-storage", "diskpressure"),
+         r"low on resource: ephemeral-storage|condition: \[DiskPressure\]",
+         "Kubernetes evicted the pod because the node's disk filled up", terminal=True, warnings_ok=True),
+    # ---- Ray / SkyPilot ------------------------------------------------------------
+    Rule("ray.oom", "host_oom", R_HOST_OOM_SLURM, 0.92,
+         ("running low on memory", "rayoutofmemoryerror", "memory pressure (oom)", "of the memory on node"),
+         r"killed due to the node running low on memory|RayOutOfMemoryError|killed due to memory pressure \(OOM\)"
+         r"|More than \d+% of the memory on node",
+         "Ray killed a worker because the node ran low on memory", warnings_ok=True),
+    Rule("sky.preempted", "preempted", R_SCHED, 0.85,
+         ("is preempted", "preempted or failed", "spot cluster"),
+         r"Cluster is preempted|is preempted or failed|Terminating unhealthy spot cluster",
+         "the (spot) cluster was preempted", terminal=True, warnings_ok=True),
+    # ---- TPU / XLA: accelerator memory is this taxonomy's gpu_oom ---------------------
+    Rule("xla.oom", "gpu_oom", R_OOM, 0.92,
+         ("resource_exhausted", "resource exhausted", "ran out of memory in memory space", "hbm",
+          "attempting to reserve"),
+         r"RESOURCE_EXHAUSTED\b|Resource exhausted:|Ran out of memory in memory space \w+"
+         r"|Attempting to (?:reserve|allocate) [\d.]+[KMGT]?i?B?\b.{0,120}(?:not possible|HBM)",
+         "the accelerator (TPU/XLA) ran out of device memory", warnings_ok=True),
+    Rule("tpu.busy", "node_failure", R_NODE_FAIL - 10, 0.7,
+         ("/dev/vfio", "no accelerator found", "tpu initialization failed"),
+         r"open\(/dev/vfio/\d+\): Device or resource busy|TPU initialization failed|No accelerator found",
+         "the node's TPU could not be initialised (held by another process or broken)"),
+    # ---- C++ programs logging through glog ------------------------------------------
+    # "F0612 12:24:45.417707  7096 routing.cc:1462] Check failed: pickup < size (49 vs. 5)"
+    # is the program's own assertion: it ranks above the "Aborted (core dumped)"
+    # it causes. A failed cudaMalloc reported this way is GPU OOM (below).
+    Rule("glog.fatal", "software_exception", R_SIGNAL + 4, 0.75,
+         ("check failed", "] ", "check_"),
+         r"(?:^|\s)F\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ \S+:\d+\] |\bCheck failed: |\bCHECK_\w+ failed:",
+         "a C++ assertion (glog CHECK / LOG(FATAL)) failed"),
+    Rule("glog.cuda_oom", "gpu_oom", R_OOM, 0.93,
+         ("out of memory",),
+         r"(?:Check failed|Cuda Error|CUDA error).{0,80}\(\s*[02] vs\.\s*[02]\)\s*:?\s*(?:Cuda Error: )?out of memory"
+         r"|cudaSuccess.{0,40}out of memory",
+         "the job ran out of GPU memory", warnings_ok=True),
+    Rule("glog.host_alloc", "host_oom", R_OOM - 2, 0.8,
+         ("host allocation",), r"host allocation of size \d+ failed",
+         "host memory allocation failed"),
+    # ---- shells and launchers: a child killed by a signal, no cause printed ----------
+    # SIGKILL with nothing else is most often the OOM killer (issue 14, item 4);
+    # moderate confidence: the kernel log, when the epilog has it, confirms it.
+    Rule("shell.sigkill", "host_oom", R_SIGNAL - 3, 0.55,
+         ("killed", "exitcode", "signal 9", "status code 137", "exit code 137", "exit status 137", "sigkill"),
+         r"^\s*(?:\S+: line \d+:\s+\d+\s+)?Killed(?:\s{2,}\S.{0,400})?$|exitcode\s*:\s*-9\b|failed \(exitcode: -9\)"
+         r"|Signal 9 \(SIGKILL\) received|terminated by signal 9\b|(?:status|exit) code:? 137\b|exit status 137\b"
+         r"|killed by signal 9\b|terminated with signal SIGKILL",
+         "a process was SIGKILLed with no other error, which is what the OOM killer does"),
+    Rule("shell.sigterm", "cancelled_user", R_CANCEL - 10, 0.45,
+         ("terminated", "exitcode", "signal 15", "exit code 143", "exit status 143"),
+         r"(?:^|\s|\\)Terminated\s*$|exitcode\s*:\s*-15\b|failed \(exitcode: -15\)|(?:status|exit) code:? 143\b"
+         r"|exit status 143\b|terminated by signal 15\b",
+         "the job was sent SIGTERM (scancel/qdel; a time limit or preemption would say so)"),
+    # ---- numeric divergence, as other frameworks say it ------------------------------
+    Rule("train.diverged", "numeric_divergence", R_NUMERIC, 0.8,
+         ("diverged", "nan!", "is nan", "[nan]", "nan values"),
+         r"(?i:\bloss (?:has )?diverged\b)|(?i:\b(?:outputs?|loss|gradients?) (?:is|are) nan\b)"
+         r"|^\s*\d+\s+\[nan\]\s+\[nan\]",
+         "the loss or the network's outputs became NaN"),
+    # ---- PermissionError: whose path was it? --------------------------------------
+    # On the job's data/checkpoint path it is the user's input (data_input);
+    # on a cache or extension-build directory it is the environment; a
+    # filesystem that refused (EROFS, EIO, quota) is storage_io in rules.py.
+    Rule("perm.env_path", "import_env", R_ENV + 1, 0.6,
+         ("permission denied",),
+         r"Permission denied: '[^'\n]{0,300}(?:torch_extensions|site-packages|dist-packages|/\.cache/|/\.triton/)",
+         "a cache or extension-build directory is not writable"),
+    Rule("perm.data_path", "data_input", R_DATA, 0.7,
+         ("permission denied", "permissionerror"),
+         r"PermissionError: \[Errno 13\]|\[Errno 13\] Permission denied",
+         "the job cannot read or write a file it was given (permissions)"),
+    # ---- crashes, case-insensitively as DataLoader prints them ----------------------
+    Rule("sig.worker_segfault", "segfault_signal", R_SIGNAL, 0.8,
+         ("segmentation fault",), r"(?i:unexpected segmentation fault encountered)",
+         "a DataLoader worker crashed with SIGSEGV"),
+    # ---- Slurm node failure as salloc/sbatch say it ----------------------------------
+    Rule("slurm.node_failure_alloc", "node_failure", R_NODE_FAIL, 0.9,
+         ("node failure on",), r"(?:salloc|sbatch|srun): error: Node failure on\b",
+         "Slurm lost a node the job was running on", terminal=True),
+    # ---- NCCL watchdog frames without the message line -------------------------------
+    Rule("nccl.watchdog_frame", "nccl_comm", R_NCCL - 6, 0.6,
+         ("exception raised from ncclcommwatchdog",), r"Exception raised from ncclCommWatchdog",
+         "the NCCL watchdog aborted the job", symptom=True),
+)
+
+# ---- kernel-log lines for GPU hardware (one marked place, issue 14) -----------------
+# Helper i18 is teaching gcm_checks.xid to read fallen-off-the-bus without an
+# Xid and NVSwitch SXids; until the classifier uses that parser for kernel
+# lines, these patterns recognise them here. Keep them in this block only.
+KERNEL_HW_RULES: Tuple[Rule, ...] = (
+    Rule("kernel.gpu_init_failed", "gpu_hardware", R_GPU_HW, 0.9,
+         ("rminitadapter failed", "failed to initialize the nvidia gpu", "failed to allocate nvrm"),
+         r"RmInitAdapter failed|Failed to initialize the NVIDIA GPU at|NVRM: GPU \S+: RmInitAdapter",
+         "the NVIDIA driver failed to initialise a GPU"),
+    Rule("kernel.nvswitch_sxid", "gpu_hardware", R_GPU_HW, 0.85,
+         ("sxid",), r"\bSXid\b.{0,80}\d+",
+         "an NVSwitch reported an error (SXid)"),
+    Rule("kernel.nvlink_error", "gpu_hardware", R_GPU_HW - 2, 0.8,
+         ("nvlink",), r"NVLink:? .{0,200}(?:fatal|error|link down|training failed)|NVLINK Error",
+         "an NVLink link failed", flags=re.IGNORECASE),
+    Rule("kernel.pcie_gone", "gpu_hardware", R_GPU_HW - 2, 0.8,
+         ("surprise down", "device has no aer-aware driver", "not responding to commands"),
+         r"Surprise Down Error|has fallen off the bus and is not responding|PCIe Bus Error: severity=Uncorrected \(Fatal\)",
+         "a GPU dropped off the PCIe bus"),
+)
+
+ALL_RULES: Tuple[Rule, ...] = RULES + MORE_RULES + KERNEL_HW_RULES
+ALL_BY_ID: Dict[str, Rule] = {r.id: r for r in ALL_RULES}
+if len(ALL_BY_ID) != len(ALL_RULES):  # pragma: no cover - a table typo
+    raise ValueError("duplicate rule id in ALL_RULES")
+_ = (KERNEL, R_DATA, R_EXCEPTION, R_NCCL)  # the rank names this table reads with
