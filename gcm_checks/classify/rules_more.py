@@ -15,7 +15,7 @@ from typing import Dict, Tuple
 
 from gcm_checks.classify.rules import (
     KERNEL, R_CANCEL, R_DATA, R_ENV, R_EXCEPTION, R_GPU_HW, R_HOST_OOM_SLURM, R_NCCL, R_NODE_FAIL, R_NUMERIC, R_OOM,
-    R_SCHED, R_SIGNAL, R_STORAGE, RULES, Rule,
+    R_SCHED, R_SIGNAL, R_STORAGE, R_SUCCESS, R_VAGUE, RULES, Rule,
 )
 
 MORE_RULES: Tuple[Rule, ...] = (
@@ -131,6 +131,22 @@ MORE_RULES: Tuple[Rule, ...] = (
     Rule("slurm.node_failure_alloc", "node_failure", R_NODE_FAIL, 0.9,
          ("node failure on",), r"(?:salloc|sbatch|srun): error: Node failure on\b",
          "Slurm lost a node the job was running on", terminal=True),
+    # ---- cancellation as launchers and sacct print it --------------------------------
+    Rule("launcher.interrupted", "cancelled_user", R_CANCEL, 0.7,
+         ("death signal", "on user request", "cancelled by"),
+         r"Received [12] death signal|Terminating processes on user request|\|CANCELLED by \d+\||\bCANCELLED by \d+\s*$",
+         "the job was interrupted or cancelled by a user", terminal=True, warnings_ok=True),
+    # ---- completion markers other systems print ------------------------------------
+    Rule("batch.completed", "success", R_SUCCESS, 0.75,
+         ("successfully completed",), r"^Successfully completed\.$",
+         "the batch system reports the job completed", warnings_ok=True),
+    # ---- weak hints, used only when nothing stronger matched ------------------------
+    Rule("hint.enospc_warning", "storage_io", R_VAGUE + 2, 0.45,
+         ("no space left on device",), r"No space left on device",
+         "the filesystem was full (reported as a warning before the failure)", warnings_ok=True),
+    Rule("hint.ran_out_of_memory", "host_oom", R_EXCEPTION - 5, 0.5,
+         ("ran out of memory",), r"\bran out of memory\b(?! in memory space)",
+         "the node ran out of memory", warnings_ok=True, flags=re.IGNORECASE),
     # ---- NCCL watchdog frames without the message line -------------------------------
     Rule("nccl.watchdog_frame", "nccl_comm", R_NCCL - 6, 0.6,
          ("exception raised from ncclcommwatchdog",), r"Exception raised from ncclCommWatchdog",
