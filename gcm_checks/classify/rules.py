@@ -274,7 +274,7 @@ RULES: Tuple[Rule, ...] = (
          ("terminating",), r"\bTerminating (?:StepId=|job step )\S+",
          "srun stopped the step because a task failed"),
     Rule("slurm.cancelled", "cancelled_user", R_CANCEL, 0.85,
-         ("cancelled at",), r"\*\*\*\s*(?:JOB|STEP)\b[^*\n]*?\bCANCELLED AT\b(?![^*\n]*\bDUE TO (?:TIME|PREEMPTION|NODE|JOB NOT|JOB REQUEUE))[^*\n]*\*\*\*",
+         ("cancelled at",), r"\*\*\*\s*(?:JOB|STEP)\b[^*\n]*?\bCANCELLED AT\b(?![^*\n]*\bDUE TO (?:TIME|PREEMPTION|NODE|JOB NOT|JOB REQUEUE|TASK FAILURE))[^*\n]*\*\*\*",
          "the job was cancelled (scancel)", terminal=True, unless_after="srun.terminating"),
     Rule("srun.interrupt", "cancelled_user", R_CANCEL, 0.75,
          ("srun: interrupt", "sending ctrl-c"), r"srun: interrupt \(one more within|srun: sending Ctrl-C to",

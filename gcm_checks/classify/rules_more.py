@@ -15,7 +15,7 @@ from typing import Dict, Tuple
 
 from gcm_checks.classify.rules import (
     KERNEL, R_CANCEL, R_DATA, R_ENV, R_EXCEPTION, R_GPU_HW, R_HOST_OOM_SLURM, R_NCCL, R_NODE_FAIL, R_NUMERIC, R_OOM,
-    R_SCHED, R_SIGNAL, R_STORAGE, R_SUCCESS, R_VAGUE, RULES, Rule,
+    R_NET, R_SCHED, R_SIGNAL, R_STORAGE, R_SUCCESS, R_VAGUE, RULES, Rule,
 )
 
 MORE_RULES: Tuple[Rule, ...] = (
@@ -98,12 +98,13 @@ MORE_RULES: Tuple[Rule, ...] = (
          ("killed", "exitcode", "signal 9", "status code 137", "exit code 137", "exit status 137", "sigkill"),
          r"^\s*(?:\S+: line \d+:\s+\d+\s+)?Killed(?:\s{2,}\S.{0,400})?$|exitcode\s*:\s*-9\b|failed \(exitcode: -9\)"
          r"|Signal 9 \(SIGKILL\) received|terminated by signal 9\b|(?:status|exit) code:? 137\b|exit status 137\b"
-         r"|killed by signal 9\b|terminated with signal SIGKILL",
+         r"|killed by signal 9\b|terminated with signal SIGKILL|exits with return code = -9\b",
          "a process was SIGKILLed with no other error, which is what the OOM killer does"),
     Rule("shell.sigterm", "cancelled_user", R_CANCEL - 10, 0.45,
          ("terminated", "exitcode", "signal 15", "exit code 143", "exit status 143"),
-         r"(?:^|\s|\\)Terminated\s*$|exitcode\s*:\s*-15\b|failed \(exitcode: -15\)|(?:status|exit) code:? 143\b"
-         r"|exit status 143\b|terminated by signal 15\b",
+         # srun's "task 3: Terminated" is srun stopping the other tasks, not a cancel.
+         r"^(?![^\n]{0,300}\btasks? [\d,-]+: )(?:[^\n]{0,300}[\s\\])?Terminated\s*$|exitcode\s*:\s*-15\b|failed \(exitcode: -15\)|(?:status|exit) code:? 143\b"
+         r"|exit status 143\b|terminated by signal 15\b|exits with return code = -15\b",
          "the job was sent SIGTERM (scancel/qdel; a time limit or preemption would say so)"),
     # ---- numeric divergence, as other frameworks say it ------------------------------
     Rule("train.diverged", "numeric_divergence", R_NUMERIC, 0.8,
@@ -138,7 +139,8 @@ MORE_RULES: Tuple[Rule, ...] = (
          "the job was interrupted or cancelled by a user", terminal=True, warnings_ok=True),
     # ---- completion markers other systems print ------------------------------------
     Rule("batch.completed", "success", R_SUCCESS, 0.75,
-         ("successfully completed",), r"^Successfully completed\.$",
+         ("successfully completed", "benchmark result"),
+         r"^Successfully completed\.$|=+ Serving Benchmark Result =+",
          "the batch system reports the job completed", warnings_ok=True),
     # ---- weak hints, used only when nothing stronger matched ------------------------
     Rule("hint.enospc_warning", "storage_io", R_VAGUE + 2, 0.45,
@@ -147,6 +149,81 @@ MORE_RULES: Tuple[Rule, ...] = (
     Rule("hint.ran_out_of_memory", "host_oom", R_EXCEPTION - 5, 0.5,
          ("ran out of memory",), r"\bran out of memory\b(?! in memory space)",
          "the node ran out of memory", warnings_ok=True, flags=re.IGNORECASE),
+    # ---- job state as sacct / seff / scontrol print it in a log -------------------
+    # "State: COMPLETED (exit code 0)" (seff), "... COMPLETED      0:0" (sacct).
+    Rule("sacct.completed", "success", R_SUCCESS + 2, 0.8,
+         ("completed",), r"\bState:\s+COMPLETED\b|JobState=COMPLETED\b|\sCOMPLETED\s+0:0\b",
+         "the scheduler reports the job COMPLETED", warnings_ok=True),
+    Rule("sacct.timeout", "timeout_walltime", R_SCHED, 0.9,
+         ("timeout",), r"\bState:\s+TIMEOUT\b|\sTIMEOUT\s+\d+:\d+\b",
+         "the scheduler reports the job TIMEOUT", terminal=True, warnings_ok=True),
+    Rule("sacct.oom", "host_oom", R_HOST_OOM_SLURM, 0.9,
+         ("out_of_me",), r"\bState:\s+OUT_OF_MEMORY\b|\sOUT_OF_ME(?:MORY|\+)\s+\d+:\d+\b",
+         "the scheduler reports the job OUT_OF_MEMORY", warnings_ok=True),
+    Rule("sacct.node_fail", "node_failure", R_NODE_FAIL, 0.9,
+         ("node_fail",), r"\bState:\s+NODE_FAIL\b|\sNODE_FAIL\s+\d+:\d+\b",
+         "the scheduler reports NODE_FAIL", terminal=True, warnings_ok=True),
+    # ---- preemption as Kueue, Kubernetes and the clouds say it ----------------------
+    Rule("cloud.preempted", "preempted", R_SCHED, 0.85,
+         ("preempted to accommodate", "evicteddueto", "reason: preempted", "preemptionbyscheduler",
+          "termination is imminent", "host ec2 terminated", "preemption notice", "spot interruption",
+          "instance-action", "being reclaimed"),
+         r"Preempted to accommodate|EvictedDueToPreempt\w*|reason: Preempted\b|PreemptionByScheduler"
+         r"|termination is imminent|Host EC2 Terminated|preemption notice|Spot interruption"
+         r"|instance-action\b.{0,80}terminate|is being reclaimed",
+         "the cloud or the queue took the machine back (preemption / spot reclaim)", terminal=True,
+         warnings_ok=True, flags=re.IGNORECASE),
+    # MOAB's "job preempted (node failure)" is a node failure, whatever the word.
+    Rule("moab.node_failure", "node_failure", R_NODE_FAIL, 0.9,
+         ("node failure",), r"preempted \(node failure\)|due to node failure",
+         "the batch system lost the node the job ran on", terminal=True, warnings_ok=True,
+         flags=re.IGNORECASE),
+    # ---- a node that died or never became usable, as launchers report it ------------
+    Rule("ray.node_dead", "node_failure", R_NODE_FAIL - 6, 0.8,
+         ("marked dead", "node has crashed", "raylet_marked_dead", "node_removed"),
+         r"has been marked dead because the (?:detector|monitor) has missed too many heartbeats"
+         r"|Owner's node has crashed|RAYLET_MARKED_DEAD|RAY_NODE_REMOVED",
+         "Ray lost a node (missed heartbeats or the node crashed)", warnings_ok=True),
+    Rule("slurm.node_setup", "node_failure", R_NODE_FAIL - 10, 0.75,
+         ("prolog failure", "has been revoked", "credential expired", "slurm_script"),
+         r"Prolog failure on node|Job allocation \d+ has been revoked|Job credential expired"
+         r"|execve\(\): \S*slurm_script: No such file",
+         "the node failed while setting up the job (prolog, credentials, spool)", warnings_ok=True),
+    Rule("host.machine_check", "node_failure", R_NODE_FAIL - 6, 0.75,
+         ("hardware error", " ue memory"), r"mce: \[Hardware Error\]: Machine check|EDAC \S+: \d+ UE memory",
+         "the node's memory or CPU reported an uncorrectable hardware error"),
+    Rule("ucx.ib_error", "network_fabric", R_NET, 0.8,
+         ("completion_with_err",), r"uct_ib_\w*completion_with_err",
+         "InfiniBand transfers failed (UCX completion with error)", warnings_ok=True),
+    # ---- collectives that disagree, numeric collapse, vLLM's KV cache ---------------
+    Rule("dist.collective_mismatch", "nccl_comm", R_NCCL - 2, 0.75,
+         ("mismatch between collectives",), r"Detected mismatch between collectives",
+         "ranks ran different collectives"),
+    Rule("amp.loss_scale_collapse", "numeric_divergence", R_NUMERIC - 2, 0.7,
+         ("loss scale", "loss is"),
+         r"(?:reducing|setting) loss scale to:? (?:\d(?:\.\d+)?e-\d{2,}|0\.000\d+)|\bLoss is (?:Infinity|NaN|nan|inf)\b",
+         "the fp16 loss scale collapsed or the loss became infinite", warnings_ok=True),
+    Rule("vllm.kv_cache", "gpu_oom", R_OOM, 0.85,
+         ("cache blocks", "kv cache is -", "cuda blocks: 0"),
+         r"No available memory for the cache blocks|reserved for KV Cache is -|# cuda blocks: 0\b",
+         "the GPU has no memory left for the KV cache", warnings_ok=True),
+    Rule("torch.state_dict", "software_exception", R_EXCEPTION + 2, 0.75,
+         ("state_dict", "size mismatch for"),
+         r"Error\(s\) in loading state_dict|size mismatch for \S+: copying a param with shape",
+         "the checkpoint does not fit the model (state_dict mismatch)"),
+    Rule("env.shell_setup", "import_env", R_ENV, 0.8,
+         ("commandnotfounderror", "modulefile", "conda init"),
+         r"CommandNotFoundError|Unable to locate a modulefile|ModuleCmd_Load\.c",
+         "the job's shell environment (conda / modules) is not set up"),
+    Rule("launcher.return_code", "segfault_signal", R_SIGNAL - 1, 0.7,
+         ("return code = -",), r"exits with return code = -(?:11|7|6|4|8)\b",
+         "a training process died of a crash signal"),
+    Rule("launcher.hangup", "cancelled_user", R_CANCEL - 4, 0.6,
+         ("got signal: 1", "got signal: 2"), r"SignalException: Process \d+ got signal: [12]\b",
+         "the job got SIGHUP/SIGINT (the terminal or session that started it went away)", terminal=True),
+    Rule("scancel.ran", "cancelled_user", R_CANCEL - 5, 0.6,
+         ("scancel",), r"\bscancel \d+\b",
+         "scancel was run on the job", warnings_ok=True),
     # ---- NCCL watchdog frames without the message line -------------------------------
     Rule("nccl.watchdog_frame", "nccl_comm", R_NCCL - 6, 0.6,
          ("exception raised from ncclcommwatchdog",), r"Exception raised from ncclCommWatchdog",
