@@ -36,13 +36,27 @@ class _Compiled:
 
 
 _COMPILED: Optional[Tuple[_Compiled, ...]] = None
+# Every distinct keyword once, and for each the indexes of the rules it gates.
+_KEYWORDS: Tuple[str, ...] = ()
+# Keywords with digits ("exit code 137") are searched in every line: the
+# benign-line cache is keyed digit-blind, and "status code 0" must not hide
+# a later "status code 137".
+_DIGIT_KEYWORDS: Tuple[str, ...] = ()
+_KEYWORD_RULES: Dict[str, Tuple[int, ...]] = {}
 
 
 def _compiled() -> Tuple[_Compiled, ...]:
     # Compiled on first use, not at import: the epilog imports this package
     # even for jobs whose logs it never needs to read.
-    global _COMPILED
+    global _COMPILED, _KEYWORDS, _DIGIT_KEYWORDS, _KEYWORD_RULES
     if _COMPILED is None:
+        by_kw: Dict[str, List[int]] = {}
+        for i, r in enumerate(RULES):
+            for kw in r.keywords:
+                by_kw.setdefault(kw, []).append(i)
+        _KEYWORDS = tuple(k for k in by_kw if not any(ch.isdigit() for ch in k))
+        _DIGIT_KEYWORDS = tuple(k for k in by_kw if any(ch.isdigit() for ch in k))
+        _KEYWORD_RULES = {k: tuple(v) for k, v in by_kw.items()}
         _COMPILED = tuple(
             _Compiled(r, r.compiled(), re.compile(r.exclude) if r.exclude else None) for r in RULES
         )
@@ -85,7 +99,9 @@ def _is_kernel(source: str) -> bool:
 # Deleting digits and blanks makes the thousands of progress lines of a
 # training log ("iteration 4312/10000 | loss 2.31 ...") collapse to one line
 # class, so the rules look at a few hundred bytes instead of megabytes.
-_DIGITS_BLANKS = b"0123456789 \t"
+# Progress bars ("45%|████▌ |", "[#####     ]") and other non-ASCII decoration
+# are deleted from the key too, so a tqdm line at 3% and at 97% is one class.
+_DIGITS_BLANKS = b"0123456789 \t#" + bytes(range(0x80, 0x100))
 
 
 _PREFIX = re.compile(r"^(?:\[[^\]\n]{0,40}\]:?)+")  # "[rank5]:", "[default3]:", "[1,12]<stdout>:" style
@@ -117,38 +133,47 @@ def _is_code_after_frame(line: str) -> bool:
     return body.startswith("  ")
 
 
-def _compact(text: str) -> Tuple[List[str], List[int], List[int]]:
+def _compact(text: str) -> Tuple[List[str], List[int], List[int], List[bytes]]:
     """Unique non-frame lines (by a digit/blank-blind key), in order of last occurrence.
 
-    Returns (lines, original index of each line's last occurrence, of its first).
-    Every rule is line-local, so the unique lines match whatever the whole
-    text would.
+    Returns (lines, original index of each line's last occurrence, of its
+    first, the line's key). Every rule is line-local, so the unique lines
+    match whatever the whole text would. The dictionaries are built by
+    ``dict(zip(...))`` (C speed); only tracebacks need a per-line look.
     """
     lines = text.split("\n")
     # bytes.translate is C-fast; a UTF-8 "\n" is always the single byte 0x0A,
     # so the byte lines stay aligned with the str lines.
-    keys = text.encode("utf-8", "surrogatepass").translate(None, _DIGITS_BLANKS).split(b"\n")
-    last: Dict[bytes, int] = {}
-    first: Dict[bytes, int] = {}
-    after_frame = False
-    for i, key in enumerate(keys):
-        if key.startswith(b"File\"") or key.startswith(b"frame#") or (
-                key.startswith(b"[") and (b"]:File\"" in key[:48] or b"]:frame#" in key[:48])):
-            if _is_frame(lines[i]) is not None:
-                after_frame = True
+    kb = text.encode("utf-8", "surrogatepass").translate(None, _DIGITS_BLANKS)
+    keys: List[Optional[bytes]] = list(kb.split(b"\n"))
+    if b'File"' in kb or b"frame#" in kb:
+        for i in [i for i, k in enumerate(keys) if k is not None and (
+                k.startswith((b'File"', b"frame#")) or (k[:1] == b"[" and (b']:File"' in k[:48] or b"]:frame#" in k[:48])))]:
+            if _is_frame(lines[i]) is None:
                 continue
-        if after_frame:
-            after_frame = False
-            if _is_code_after_frame(lines[i]):
-                continue
-        if key not in first:
-            first[key] = i
-        last[key] = i
+            keys[i] = None
+            if i + 1 < len(keys) and keys[i + 1] is not None and not keys[i + 1].startswith((b'File"', b"frame#")) \
+                    and _is_code_after_frame(lines[i + 1]):
+                keys[i + 1] = None
+    n = len(keys)
+    last = dict(zip(keys, range(n)))
+    first = dict(zip(reversed(keys), range(n - 1, -1, -1)))
+    last.pop(None, None)
     order = sorted(last.values())
     # A single huge line (tqdm redraws joined by "\r") is cut to its end,
     # where the error that ended the job is printed.
     out = [lines[i] if len(lines[i]) <= MAX_LINE_CHARS else lines[i][-MAX_LINE_CHARS:] for i in order]
-    return out, order, [first[keys[i]] for i in order]
+    out_keys = [keys[i] for i in order]
+    return out, order, [first[k] for k in out_keys], out_keys  # type: ignore[misc]
+
+
+# Line classes (compaction keys) in which no rule keyword occurs, remembered
+# across the texts of one process: a --batch over a cluster's logs meets the
+# same progress, INFO and warning lines in every job, and need not search
+# them again. Bounded; cleared when full. Only short keys are kept.
+_BENIGN: Dict[bytes, None] = {}
+_BENIGN_MAX = 65536
+_BENIGN_KEY_MAX = 512
 
 
 def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
@@ -166,32 +191,59 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
             cut = nl + 1
         first_line += text.count("\n", 0, cut)
         text = text[cut:]
-    lines, line_idx, first_idx = _compact(text)
-    low = "\n".join(lines).lower()
-    if len(low) != sum(len(x) for x in lines) + len(lines) - 1:
+    lines, line_idx, first_idx, keys = _compact(text)
+    # Only line classes not already known to hold no keyword are searched.
+    benign = _BENIGN
+    sidx = [j for j, k in enumerate(keys) if k not in benign] if benign else list(range(len(lines)))
+    scan = [lines[j] for j in sidx]
+    low = "\n".join(scan).lower()
+    if len(low) != sum(len(x) for x in scan) + len(scan) - 1:
         # A few non-ASCII characters change length when lower-cased; keep
         # offsets aligned by lower-casing line by line.
-        low = "\n".join(x.lower() if len(x.lower()) == len(x) else x for x in lines)
+        low = "\n".join(x.lower() if len(x.lower()) == len(x) else x for x in scan)
     offsets = [0]
-    for x in lines[:-1]:
+    for x in scan[:-1]:
         offsets.append(offsets[-1] + len(x) + 1)
     kernel = _is_kernel(log.source)
     hits: List[Hit] = []
-    for c in _compiled():
+    compiled = _compiled()
+    # One C-speed containment test per distinct keyword decides which rules
+    # run at all; most keywords are absent from most logs, so only the few
+    # present ones are located line by line.
+    per_rule: Dict[int, set] = {}
+    hit_pos: set = set()
+    for kw in [k for k in _KEYWORDS if k in low]:
+        at = [sidx[p] for p in _keyword_lines(kw, low, offsets)]
+        hit_pos.update(at)
+        for ri in _KEYWORD_RULES[kw]:
+            per_rule.setdefault(ri, set()).update(at)
+    if len(sidx) < len(lines):
+        low_all = "\n".join(lines).lower()
+        if len(low_all) == sum(len(x) for x in lines) + len(lines) - 1:
+            all_offsets = [0]
+            for x in lines[:-1]:
+                all_offsets.append(all_offsets[-1] + len(x) + 1)
+            digit_scan: Tuple[str, List[int], Optional[List[int]]] = (low_all, all_offsets, None)
+        else:  # offsets would not line up; fall back to the searched lines only
+            digit_scan = (low, offsets, sidx)
+    else:
+        digit_scan = (low, offsets, sidx)
+    d_low, d_offsets, d_map = digit_scan
+    for kw in [k for k in _DIGIT_KEYWORDS if k in d_low]:
+        at = [d_map[p] if d_map is not None else p for p in _keyword_lines(kw, d_low, d_offsets)]
+        for ri in _KEYWORD_RULES[kw]:
+            per_rule.setdefault(ri, set()).update(at)
+    if len(benign) > _BENIGN_MAX:
+        benign.clear()
+    for j in sidx:
+        if j not in hit_pos and len(keys[j]) <= _BENIGN_KEY_MAX:
+            benign[keys[j]] = None
+    for ri in sorted(per_rule):
+        c = compiled[ri]
         rule = c.rule
         if (rule.source == KERNEL and not kernel) or (rule.source == LOG and kernel):
             continue
-        candidates = set()
-        for kw in rule.keywords:
-            p = low.find(kw)
-            while p >= 0:
-                li = bisect_right(offsets, p) - 1
-                candidates.add(li)
-                if li + 1 >= len(offsets):
-                    break
-                p = low.find(kw, offsets[li + 1])
-        if not candidates:
-            continue
+        candidates = per_rule[ri]
         n = 0
         for li in sorted(candidates):
             line = lines[li]
@@ -216,6 +268,19 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
                 break
     hits.sort(key=lambda h: h.pos)
     return hits
+
+
+def _keyword_lines(kw: str, low: str, offsets: List[int]) -> Tuple[int, ...]:
+    """Indexes of the lines of ``low`` that contain ``kw`` (C-speed ``str.find``)."""
+    out = []
+    p = low.find(kw)
+    while p >= 0:
+        li = bisect_right(offsets, p) - 1
+        out.append(li)
+        if li + 1 >= len(offsets):
+            break
+        p = low.find(kw, offsets[li + 1])
+    return tuple(out)
 
 
 def _judge_xid(line: str) -> Optional[Tuple[str, str, int, float, str]]:

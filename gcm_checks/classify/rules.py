@@ -212,7 +212,10 @@ RULES: Tuple[Rule, ...] = (
          r"|Heartbeat monitor timed out|store based barrier",
          "a NCCL collective hung until the watchdog timed it out", symptom=True),
     Rule("nccl.error", "nccl_comm", R_NCCL, 0.85,
-         ("nccl", "distbackenderror", "distnetworkerror"),
+         # Not the bare word "nccl": NCCL_DEBUG=INFO logs are thousands of "NCCL INFO" lines.
+         ("nccl error", "nccl operation", "socket timeout", "connection reset by peer", "connection refused",
+          "ncclinternal", "ncclsystem", "ncclunhandled", "ncclremote", "some nccl operations",
+          "nccl communicator", "distbackenderror", "distnetworkerror"),
          r"NCCL [Ee]rror\b|NCCL operation \w+\(\) failed|\bNCCL\b.{0,400}\b(?:Socket Timeout|Connection reset by peer|Connection refused)|\bnccl(?:Internal|System|UnhandledCuda|Remote)Error\b|DistBackendError|DistNetworkError"
          r"|Some NCCL operations have failed or timed out|NCCL communicator was aborted",
          "NCCL (GPU-to-GPU communication) failed"),
@@ -251,7 +254,9 @@ RULES: Tuple[Rule, ...] = (
          exclude=r"CUDA_ERROR_OUT_OF_MEMORY|STATUS_SUCCESS|cudaSuccess"),
     # ---- numeric divergence ----------------------------------------------------------
     Rule("train.loss_nan", "numeric_divergence", R_NUMERIC, 0.85,
-         ("nan", "inf", "non-finite", "floatingpointerror", "scale anymore", "loss scale reached", "invalid loss"),
+         # "inf" only where the pattern can match it: bare "inf" is in every "INFO" line.
+         ("nan", "inf ", "inf\n", "inf,", "inf)", "inf'", "inf\"", "inf}", "inf|", "inf;", "inf]", "infinite",
+          "non-finite", "floatingpointerror", "scale anymore", "loss scale reached", "invalid loss"),
          r"(?:loss|Loss|LOSS|norm|Norm)['\"]?\s*[:=]?\s*(?:tensor\()?[+-]?(?:nan|NaN|NAN|inf|Inf|INF)\b"
          r"|(?:[Ll]oss|norm) (?:is|became|became infinite or) (?:nan|NaN|NAN|inf|Inf)\b|FloatingPointError"
          r"|(?:NaN|nan|Inf|inf) (?:detected|encountered) in (?:loss|grad)|(?i:found (?:nan|inf) in (?:loss|grad))"

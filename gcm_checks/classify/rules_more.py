@@ -79,9 +79,11 @@ MORE_RULES: Tuple[Rule, ...] = (
     # "F0612 12:24:45.417707  7096 routing.cc:1462] Check failed: pickup < size (49 vs. 5)"
     # is the program's own assertion: it ranks above the "Aborted (core dumped)"
     # it causes. A failed cudaMalloc reported this way is GPU OOM (below).
+    # glog follows every LOG(FATAL) / failed CHECK with "*** Check failure stack
+    # trace: ***", which is a cheaper gate than the "F0612 12:24:45 ..." prefix.
     Rule("glog.fatal", "software_exception", R_SIGNAL + 4, 0.75,
-         ("check failed", "] ", "check_"),
-         r"(?:^|\s)F\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ \S+:\d+\] |\bCheck failed: |\bCHECK_\w+ failed:",
+         ("check failed", "check failure stack trace", "check_"),
+         r"\bCheck failed: |\bCHECK_\w+ failed:|\*\*\* Check failure stack trace: \*\*\*",
          "a C++ assertion (glog CHECK / LOG(FATAL)) failed"),
     Rule("glog.cuda_oom", "gpu_oom", R_OOM, 0.93,
          ("out of memory",),
