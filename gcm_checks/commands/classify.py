@@ -80,10 +80,11 @@ def _single(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open(path: str) -> IO[str]:
+def _open(path: str) -> IO[bytes]:
+    # Binary: records are read with bounded memory (classify.records).
     if path == "-":
-        return sys.stdin
-    return open(path, encoding="utf-8", errors="replace")
+        return sys.stdin.buffer
+    return open(path, "rb")
 
 
 def _batch(path: str, out: IO[str]) -> int:
@@ -111,7 +112,7 @@ def _batch(path: str, out: IO[str]) -> int:
         print(f"gcm-checks classify: {path}: {e}", file=sys.stderr)
         return 1
     finally:
-        if stream is not sys.stdin:
+        if stream is not sys.stdin.buffer:
             stream.close()
     return 1 if bad else 0
 

@@ -179,6 +179,40 @@ def measure_adversarial() -> dict:
     return {"worst_single_line_s": round(worst, 3), "keyword_soup_s": round(time.process_time() - t0, 3)}
 
 
+def measure_big_record(mb: int = 200) -> dict:
+    """Peak memory of ``classify --batch`` on one record of ``mb`` MB (issue 14: a
+    200 MB record must not take 400 MB), next to a 10 KB record's."""
+    import resource
+    import subprocess
+    import sys
+    import tempfile
+
+    line = "iteration 12345 | lm loss 2.345678 | grad norm 1.234 | tokens/s 98765\n"
+
+    def peak(path: str) -> tuple:
+        t0 = time.time()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        out = subprocess.run([sys.executable, "-m", "gcm_checks", "classify", "--batch", path],
+                             capture_output=True, text=True, timeout=600)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        return max(before, after) // 1024, round(time.time() - t0, 2), out.stdout.strip()[:120]
+
+    results = {}
+    for size in (0, mb):
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+            f.write('{"id": "big", "text": "')
+            reps = (size << 20) // len(line)
+            chunk = json.dumps(line * 1000)[1:-1]
+            for _ in range(reps // 1000):
+                f.write(chunk)
+            f.write(json.dumps("torch.OutOfMemoryError: CUDA out of memory.\n")[1:-1] + '", "state": "FAILED"}\n')
+            path = f.name
+        rss, wall, out = peak(path)
+        os.unlink(path)
+        results[f"{size}MB"] = {"max_rss_mb": rss, "wall_s": wall, "out": out}
+    return results
+
+
 @pytest.mark.bench
 @pytest.mark.skipif(os.environ.get("GCM_BENCH") != "1", reason="benchmarks run with GCM_BENCH=1")
 def test_classify_throughput() -> None:
@@ -193,3 +227,4 @@ if __name__ == "__main__":
     print(json.dumps(measure_varied(free_text=0.25)))
     print(json.dumps(measure_worst()))
     print(json.dumps(measure_adversarial()))
+    print(json.dumps(measure_big_record()))
