@@ -215,8 +215,8 @@ RULES: Tuple[Rule, ...] = (
          # Not the bare word "nccl": NCCL_DEBUG=INFO logs are thousands of "NCCL INFO" lines.
          ("nccl error", "nccl operation", "socket timeout", "connection reset by peer", "connection refused",
           "ncclinternal", "ncclsystem", "ncclunhandled", "ncclremote", "some nccl operations",
-          "nccl communicator", "distbackenderror", "distnetworkerror"),
-         r"NCCL [Ee]rror\b|NCCL operation \w+\(\) failed|\bNCCL\b.{0,400}\b(?:Socket Timeout|Connection reset by peer|Connection refused)|\bnccl(?:Internal|System|UnhandledCuda|Remote)Error\b|DistBackendError|DistNetworkError"
+          "nccl communicator", "distbackenderror", "distnetworkerror", "ncclinvalid", "duplicate gpu detected"),
+         r"NCCL [Ee]rror\b|NCCL operation \w+\(\) failed|\bNCCL\b.{0,400}\b(?:Socket Timeout|Connection reset by peer|Connection refused)|\bnccl(?:Internal|System|UnhandledCuda|Remote)Error\b|\bnccl(?:InvalidUsage|InvalidArgument)\b|Duplicate GPU detected|DistBackendError|DistNetworkError"
          r"|Some NCCL operations have failed or timed out|NCCL communicator was aborted",
          "NCCL (GPU-to-GPU communication) failed"),
     Rule("nccl.socket", "nccl_comm", R_NCCL - 1, 0.8,
@@ -248,10 +248,12 @@ RULES: Tuple[Rule, ...] = (
          "a CUDA kernel accessed memory it should not"),
     Rule("cuda.error", "cuda_runtime", R_CUDA - 1, 0.75,
          ("cuda error", "cuda driver error", "cudaerror", "cublas_status", "cudnn_status", "cuda_error_", "cuda kernel errors"),
-         r"CUDA (?:driver )?error(?::| \d)|\bcudaError\w+|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|CUDA_ERROR_\w+"
-         r"|CUDA kernel errors might be asynchronously reported|c10::CUDAError",
-         "CUDA returned an error",
-         exclude=r"CUDA_ERROR_OUT_OF_MEMORY|STATUS_SUCCESS|cudaSuccess"),
+         # The success and OOM codes are excluded inside the pattern, so that
+         # "Check failed: status == CUBLAS_STATUS_SUCCESS (13 vs. 0) CUBLAS_STATUS_EXECUTION_FAILED"
+         # still finds the failure after the success code.
+         r"CUDA (?:driver )?error(?::| \d)|\bcudaError\w+|CUBLAS_STATUS_(?!SUCCESS\b)\w+|CUDNN_STATUS_(?!SUCCESS\b)\w+"
+         r"|CUDA_ERROR_(?!OUT_OF_MEMORY\b)\w+|CUDA kernel errors might be asynchronously reported|c10::CUDAError",
+         "CUDA returned an error"),
     # ---- numeric divergence ----------------------------------------------------------
     Rule("train.loss_nan", "numeric_divergence", R_NUMERIC, 0.85,
          # "inf" only where the pattern can match it: bare "inf" is in every "INFO" line.
@@ -259,7 +261,7 @@ RULES: Tuple[Rule, ...] = (
           "non-finite", "floatingpointerror", "scale anymore", "loss scale reached", "invalid loss"),
          r"(?:loss|Loss|LOSS|norm|Norm)['\"]?\s*[:=]?\s*(?:tensor\()?[+-]?(?:nan|NaN|NAN|inf|Inf|INF)\b"
          r"|(?:[Ll]oss|norm) (?:is|became|became infinite or) (?:nan|NaN|NAN|inf|Inf)\b|FloatingPointError"
-         r"|(?:NaN|nan|Inf|inf) (?:detected|encountered) in (?:loss|grad)|(?i:found (?:nan|inf) in (?:loss|grad))"
+         r"|(?:NaN|nan|Inf|inf) (?:detected|encountered) in (?:loss|grad)|(?i:found (?:nan|inf) in (?:local )?(?:loss|grad))"
          r"|NaN or Inf found in input tensor|non-finite (?:loss|gradient|value)|is non-finite"
          r"|returned nan values|Detected (?:NaN|nan|Inf|inf)\b|cannot decrease (?:loss )?scale anymore"
          r"|[Mm]inimum loss scale reached|Invalid loss, terminating training",
@@ -388,9 +390,9 @@ RULES: Tuple[Rule, ...] = (
 # Successful runs are full of them ("NCCL INFO NET/Plugin: ... cannot open
 # shared object file" is a normal start-up line). "NCCL WARN" is not one: it
 # is how NCCL reports its real errors.
-# "INFO"/"DEBUG" only as a level word, never as a value: PyTorch's real error
-# "unhandled system error (run with NCCL_DEBUG=INFO for details)" must match.
-WARNING_LINE = re.compile(r"\b[A-Z][A-Za-z]*Warning\b|\[W(?:\d{4}\s|\s)|\bWARNING\b|(?<!NCCL )\bWARN\b"
+# "INFO"/"DEBUG"/"WARN" only as a level word, never as a value: PyTorch's real
+# error "unhandled system error (run with NCCL_DEBUG=INFO for details)" must match.
+WARNING_LINE = re.compile(r"\b[A-Z][A-Za-z]*Warning\b|\[W(?:\d{4}\s|\s)|(?<![=_])\bWARNING\b|(?<!NCCL )(?<![=_])\bWARN\b"
                           r"|\bwarn(?:ing)?:|(?<![=_])\bINFO\b|(?<![=_])\bDEBUG\b")
 
 RULES_BY_ID = {r.id: r for r in RULES}

@@ -63,7 +63,7 @@ MORE_RULES: Tuple[Rule, ...] = (
     Rule("sky.preempted", "preempted", R_SCHED, 0.85,
          ("is preempted", "preempted or failed", "spot cluster"),
          r"Cluster is preempted|is preempted or failed|Terminating unhealthy spot cluster",
-         "the (spot) cluster was preempted", terminal=True, warnings_ok=True),
+         "the (spot) cluster was preempted", terminal=True, warnings_ok=True, flags=re.IGNORECASE),
     # ---- TPU / XLA: accelerator memory is this taxonomy's gpu_oom ---------------------
     Rule("xla.oom", "gpu_oom", R_OOM, 0.92,
          ("resource_exhausted", "resource exhausted", "ran out of memory in memory space", "hbm",
@@ -103,10 +103,10 @@ MORE_RULES: Tuple[Rule, ...] = (
          r"|killed by signal 9\b|terminated with signal SIGKILL|exits with return code = -9\b",
          "a process was SIGKILLed with no other error, which is what the OOM killer does"),
     Rule("shell.sigterm", "cancelled_user", R_CANCEL - 10, 0.45,
-         ("terminated", "exitcode", "signal 15", "exit code 143", "exit status 143"),
+         ("terminated", "exitcode", "signal 15", "exit code 143", "exit status 143"),  # "received signal 15"
          # srun's "task 3: Terminated" is srun stopping the other tasks, not a cancel.
          r"^(?![^\n]{0,300}\btasks? [\d,-]+: )(?:[^\n]{0,300}[\s\\])?Terminated\s*$|exitcode\s*:\s*-15\b|failed \(exitcode: -15\)|(?:status|exit) code:? 143\b"
-         r"|exit status 143\b|terminated by signal 15\b|exits with return code = -15\b",
+         r"|exit status 143\b|terminated by signal 15\b|exits with return code = -15\b|received signal 15\b",
          "the job was sent SIGTERM (scancel/qdel; a time limit or preemption would say so)"),
     # ---- numeric divergence, as other frameworks say it ------------------------------
     Rule("train.diverged", "numeric_divergence", R_NUMERIC, 0.8,
@@ -141,8 +141,8 @@ MORE_RULES: Tuple[Rule, ...] = (
          "the job was interrupted or cancelled by a user", terminal=True, warnings_ok=True),
     # ---- completion markers other systems print ------------------------------------
     Rule("batch.completed", "success", R_SUCCESS, 0.75,
-         ("successfully completed", "benchmark result"),
-         r"^Successfully completed\.$|=+ Serving Benchmark Result =+",
+         ("successfully completed", "benchmark result", "stopping training"),
+         r"^Successfully completed\.$|=+ Serving Benchmark Result =+|Reached max_steps \(\d+\), stopping training",
          "the batch system reports the job completed", warnings_ok=True),
     # ---- weak hints, used only when nothing stronger matched ------------------------
     Rule("hint.enospc_warning", "storage_io", R_VAGUE + 2, 0.45,
@@ -169,10 +169,10 @@ MORE_RULES: Tuple[Rule, ...] = (
     Rule("cloud.preempted", "preempted", R_SCHED, 0.85,
          ("preempted to accommodate", "evicteddueto", "reason: preempted", "preemptionbyscheduler",
           "termination is imminent", "host ec2 terminated", "preemption notice", "spot interruption",
-          "instance-action", "being reclaimed"),
+          "instance-action", "being reclaimed", "preemptionerror", "pre-empted", "pre-emption"),
          r"Preempted to accommodate|EvictedDueToPreempt\w*|reason: Preempted\b|PreemptionByScheduler"
          r"|termination is imminent|Host EC2 Terminated|preemption notice|Spot interruption"
-         r"|instance-action\b.{0,80}terminate|is being reclaimed",
+         r"|instance-action\b.{0,80}terminate|is being reclaimed|PreemptionError|got pre-empted|pre-emption warning",
          "the cloud or the queue took the machine back (preemption / spot reclaim)", terminal=True,
          warnings_ok=True, flags=re.IGNORECASE),
     # MOAB's "job preempted (node failure)" is a node failure, whatever the word.
@@ -191,6 +191,10 @@ MORE_RULES: Tuple[Rule, ...] = (
          r"Prolog failure on node|Job allocation \d+ has been revoked|Job credential expired"
          r"|execve\(\): \S*slurm_script: No such file",
          "the node failed while setting up the job (prolog, credentials, spool)", warnings_ok=True),
+    Rule("k8s.node_lost", "node_failure", R_NODE_FAIL - 10, 0.65,
+         ("imminent node shutdown", "notready", "nodelost"),
+         r"terminated in response to imminent node shutdown|\bNotReady\b|\bNodeLost\b",
+         "Kubernetes lost the node (NotReady, node shutdown)", warnings_ok=True),
     Rule("host.machine_check", "node_failure", R_NODE_FAIL - 6, 0.75,
          ("hardware error", " ue memory"), r"mce: \[Hardware Error\]: Machine check|EDAC \S+: \d+ UE memory",
          "the node's memory or CPU reported an uncorrectable hardware error"),
