@@ -171,10 +171,10 @@ def test_digit_blind_line_cache_does_not_hide_a_digit_keyword() -> None:
 
 
 def test_same_text_same_answer_cold_and_warm() -> None:
-    from gcm_checks.classify import engine
+    from gcm_checks.classify import scan
 
     text = "step 1 loss 2.0\nINFO ready\ntorch.OutOfMemoryError: CUDA out of memory.\n"
-    engine._BENIGN.clear()
+    scan._BENIGN.clear()
     cold = cls(text)
     warm = cls(text)
     assert (cold.category, cold.rule, cold.confidence) == (warm.category, warm.rule, warm.confidence) == (

@@ -32,10 +32,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--evaluate", metavar="FILE.jsonl", help="score labelled records against their 'label'")
     parser.add_argument("--split", choices=("all", "sealed", "tuning"), default="all",
                         help="with --evaluate: score only one split of the corpus (sealed iff sha256(source thread) mod 3 == 0)")
+    parser.add_argument("--neighbours", action="store_true",
+                        help="when no rule matches, let the nearest labelled real excerpts guess (issue 14 item 7; off by default)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "neighbours", False):
+        from gcm_checks.classify import engine
+
+        engine.NEIGHBOURS_MIN_SIMILARITY = 0.5  # chosen by cross-validation on the tuning split
     if args.batch:
         return _batch(args.batch, sys.stdout)
     if args.evaluate:
