@@ -14,7 +14,7 @@ import re
 from typing import Dict, Tuple
 
 from gcm_checks.classify.rules import (
-    KERNEL, R_CANCEL, R_DATA, R_ENV, R_EXCEPTION, R_GPU_HW, R_HOST_OOM_SLURM, R_NCCL, R_NODE_FAIL, R_NUMERIC, R_OOM,
+    KERNEL, R_CANCEL, R_CUDA, R_DATA, R_ENV, R_EXCEPTION, R_GPU_HW, R_HOST_OOM_SLURM, R_NCCL, R_NODE_FAIL, R_NUMERIC, R_OOM,
     R_NET, R_SCHED, R_SIGNAL, R_STORAGE, R_SUCCESS, R_VAGUE, RULES, Rule,
 )
 
@@ -230,6 +230,40 @@ MORE_RULES: Tuple[Rule, ...] = (
     Rule("scancel.ran", "cancelled_user", R_CANCEL - 5, 0.6,
          ("scancel",), r"\bscancel \d+\b",
          "scancel was run on the job", warnings_ok=True),
+    # ---- well-known messages from vendors' and frameworks' documentation ------------
+    # (general formats, added from what these tools are documented to print,
+    # not from any corpus item).
+    Rule("gpu.gsp_timeout", "gpu_hardware", R_GPU_HW - 2, 0.85,
+         ("timeout waiting for rpc from gsp", "gsp rpc"), r"Timeout waiting for RPC from GSP|GSP RPC timeout",
+         "the GPU's system processor (GSP) stopped answering the driver", warnings_ok=True, flags=re.IGNORECASE),
+    Rule("gpu.unavailable", "gpu_hardware", R_CUDA - 3, 0.55,
+         ("busy or unavailable", "devicesunavailable", "no devices were found"),
+         r"CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable|^No devices were found$",
+         "a GPU is unavailable (held by another process, or in a bad state)"),
+    Rule("net.rdma_error", "network_fabric", R_NET - 2, 0.75,
+         ("ibv_wc_", "infiniband", "ucx  error", "ucx error", "rdma", "mlx5_"),
+         r"IBV_WC_(?!SUCCESS\b)\w+|(?i:infiniband\b.{0,60}\b(?:link down|port down|error))|\bUCX\s+ERROR\b"
+         r"|(?i:\brdma\b(?![-.:]).{0,60}\b(?:error|failed))|mlx5_\d+:.{0,120}\b(?:CQE error|error CQE|syndrome)",
+         "the RDMA/InfiniBand transport reported an error", warnings_ok=True),
+    Rule("env.build_or_library", "import_env", R_ENV, 0.75,
+         ("could not load dynamic library", "failed building wheel", "failed with exit status",
+          "is not a supported wheel", "no nvidia driver", "no cuda gpus are available"),
+         r"Could not load dynamic library|Failed building wheel|error: command '[^'\n]{0,120}' failed with exit status"
+         r"|is not a supported wheel on this platform|Found no NVIDIA driver on your system|No CUDA GPUs are available",
+         "the software environment is broken (a library, wheel, driver or GPU visibility)"),
+    Rule("train.nan_words", "numeric_divergence", R_NUMERIC - 1, 0.75,
+         ("nan ", "became", "becomes", "turned", "went"),
+         r"(?i:\bnan (?:loss|gradients?|grads?)\b)|(?i:\bloss (?:became|becomes|turned|went) (?:to )?(?:nan|inf)\b)",
+         "the loss or the gradients became NaN/Inf"),
+    Rule("sched.preempted_word", "preempted", R_SCHED - 10, 0.7,
+         ("preempted", "pre-empted", "preemption signal", "preemption notice"),
+         r"(?<!not )(?<!non-)(?<!not been )(?<!never been )\bpre-?empted\b|\bpreemption (?:signal|notice|event)\b",
+         "the job (or its machine) was preempted", warnings_ok=True, flags=re.IGNORECASE),
+    Rule("run.finished_ok", "success", R_SUCCESS, 0.7,
+         ("finished with exit code 0", "completed successfully", "finished successfully", "exit code 0"),
+         r"Process finished with exit code 0\b|(?i:\b(?:job|run|training|task|script) (?:has )?(?:completed|finished) successfully\b)"
+         r"|^Exited with exit code 0\.?$",
+         "the program reports it finished normally", warnings_ok=True),
     # ---- NCCL watchdog frames without the message line -------------------------------
     Rule("nccl.watchdog_frame", "nccl_comm", R_NCCL - 6, 0.6,
          ("exception raised from ncclcommwatchdog",), r"Exception raised from ncclCommWatchdog",
