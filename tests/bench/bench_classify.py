@@ -1,4 +1,8 @@
-"""Classifier throughput: >= 2,000 logs of 10 KB per second on one core (issue 5).
+"""Classifier throughput and memory (issues 5 and 14).
+
+Issue 14's target: >= 5,000 realistic 10 KB logs per second per core
+(``measure_varied``) and a bounded per-record memory in ``classify --batch``
+(``measure_big_record``: a 200 MB record must not take 400 MB).
 
 Run:  GCM_BENCH=1 python -m pytest tests/bench/bench_classify.py -s
   or  python tests/bench/bench_classify.py
