@@ -179,3 +179,13 @@ def test_same_text_same_answer_cold_and_warm() -> None:
     warm = cls(text)
     assert (cold.category, cold.rule, cold.confidence) == (warm.category, warm.rule, warm.confidence) == (
         "gpu_oom", "cuda.oom", cold.confidence)
+
+
+def test_nccl_error_after_another_ranks_crash_is_fallout() -> None:
+    r = cls("[rank1]: Fatal Python error: Segmentation fault\n"
+            "[rank0]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+            "remote process exited or there was a network error, NCCL version 2.21.5")
+    assert r.category == "segfault_signal", r.rule
+    # Alone, the NCCL error is the answer.
+    assert cls("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited"
+               ).category == "nccl_comm"

@@ -218,7 +218,7 @@ RULES: Tuple[Rule, ...] = (
           "nccl communicator", "distbackenderror", "distnetworkerror", "ncclinvalid", "duplicate gpu detected"),
          r"NCCL [Ee]rror\b|NCCL operation \w+\(\) failed|\bNCCL\b.{0,400}\b(?:Socket Timeout|Connection reset by peer|Connection refused)|\bnccl(?:Internal|System|UnhandledCuda|Remote)Error\b|\bnccl(?:InvalidUsage|InvalidArgument)\b|Duplicate GPU detected|DistBackendError|DistNetworkError"
          r"|Some NCCL operations have failed or timed out|NCCL communicator was aborted",
-         "NCCL (GPU-to-GPU communication) failed"),
+         "NCCL (GPU-to-GPU communication) failed", symptom=True),
     Rule("nccl.socket", "nccl_comm", R_NCCL - 1, 0.8,
          ("nccl warn", "gloo"),
          r"NCCL WARN\b.{0,400}(?:Connection (?:reset|refused|closed)|Connect to .{0,400} failed|socket\w*: .{0,400}failed"
