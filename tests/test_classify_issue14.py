@@ -189,3 +189,22 @@ def test_nccl_error_after_another_ranks_crash_is_fallout() -> None:
     # Alone, the NCCL error is the answer.
     assert cls("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited"
                ).category == "nccl_comm"
+
+
+@pytest.mark.parametrize("text,category", [
+    ("[2023-07-20 15:45:13,980] [INFO] [launch.py:347:main] Process 3966 exits successfully.", "success"),
+    ("INFO:torch.distributed.elastic.agent.server.api:[default] worker group successfully finished. "
+     "Waiting 300 seconds for other agents to finish.", "success"),
+    ("[after training is done] datetime: 2023-06-01 12:00:00", "success"),
+    ("Epoch 10/10\n1875/1875 [==============================] - 3s 2ms/step - loss: 0.0251 - accuracy: 0.9921", "success"),
+    ("RuntimeError: Error building extension 'fused_adam'", "import_env"),
+    ("ImportError: LlamaTokenizer requires the SentencePiece library but it was not found in your environment.",
+     "import_env"),
+    ("docker: Error response from daemon: could not select device driver \"\" with capabilities: [[gpu]].", "import_env"),
+    ("Detected inf or nan values in gradients. Not updating model parameters.", "numeric_divergence"),
+    ("NCCL WARN NET/IB : ibv_modify_qp failed with 110 Connection timed out", "network_fabric"),
+    ("[rank0]: Received SIGINT, shutting down", "cancelled_user"),
+])
+def test_more_known_formats(text: str, category: str) -> None:
+    r = cls(text)
+    assert r.category == category, (r.rule, r.evidence)

@@ -136,8 +136,9 @@ MORE_RULES: Tuple[Rule, ...] = (
          "Slurm lost a node the job was running on", terminal=True),
     # ---- cancellation as launchers and sacct print it --------------------------------
     Rule("launcher.interrupted", "cancelled_user", R_CANCEL, 0.7,
-         ("death signal", "on user request", "cancelled by"),
-         r"Received [12] death signal|Terminating processes on user request|\|CANCELLED by \d+\||\bCANCELLED by \d+\s*$",
+         ("death signal", "on user request", "cancelled by", "sigint"),
+         r"Received [12] death signal|Terminating processes on user request|\|CANCELLED by \d+\||\bCANCELLED by \d+\s*$"
+         r"|[Rr]eceived SIGINT\b|got SIGINT\b",
          "the job was interrupted or cancelled by a user", terminal=True, warnings_ok=True),
     # ---- completion markers other systems print ------------------------------------
     Rule("batch.completed", "success", R_SUCCESS, 0.75,
@@ -264,6 +265,32 @@ MORE_RULES: Tuple[Rule, ...] = (
          r"Process finished with exit code 0\b|(?i:\b(?:job|run|training|task|script) (?:has )?(?:completed|finished) successfully\b)"
          r"|^Exited with exit code 0\.?$",
          "the program reports it finished normally", warnings_ok=True),
+    Rule("env.extension_build", "import_env", R_ENV, 0.75,
+         ("error building extension", "ninja: build stopped", "symbol lookup error", "but it was not found in your environment",
+          "because of the following error", "could not select device driver", "nvidia-container-cli"),
+         r"Error building extension|ninja: build stopped|symbol lookup error"
+         r"|requires the \S+ library but it was not found in your environment|Failed to import \S+ because of the following error"
+         r"|could not select device driver|nvidia-container-cli: initialization error",
+         "a compiled extension or a required library is missing or does not match"),
+    Rule("train.nonfinite_grads", "numeric_divergence", R_NUMERIC - 1, 0.75,
+         ("inf or nan", "nan or inf"),
+         r"(?i:\b(?:found|detected|encountered|contains?)\b.{0,40}\b(?:inf or nan|nan or inf)\b)",
+         "the gradients or the loss became NaN/Inf"),
+    Rule("net.rdma_cm", "network_fabric", R_NET - 2, 0.75,
+         ("rdma_cm_event", "ibv_"),
+         r"RDMA_CM_EVENT_(?:REJECTED|UNREACHABLE|ADDR_ERROR|ROUTE_ERROR|CONNECT_ERROR)|\bibv_\w+ failed\b",
+         "RDMA connection setup failed", warnings_ok=True),
+    # Launchers' own "finished" lines are completion markers: they print them
+    # only after every worker exited 0.
+    Rule("launcher.finished", "success", R_SUCCESS, 0.7,
+         ("exits successfully", "successfully finished", "after training is done", "done training in",
+          "throughput:"),
+         r"Process \d+ exits successfully|worker group successfully finished|\[after training is done\]"
+         r"|done training in [\d.]+ seconds|^Throughput: [\d.]+ requests/s",
+         "the launcher reports every worker finished normally", warnings_ok=True),
+    Rule("keras.last_epoch", "success", R_SUCCESS - 2, 0.6,
+         ("epoch ",), r"^Epoch (\d+)/\1\s*$",
+         "the last epoch ran (Keras)", warnings_ok=True),
     # ---- NCCL watchdog frames without the message line -------------------------------
     Rule("nccl.watchdog_frame", "nccl_comm", R_NCCL - 6, 0.6,
          ("exception raised from ncclcommwatchdog",), r"Exception raised from ncclCommWatchdog",
