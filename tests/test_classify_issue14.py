@@ -208,3 +208,21 @@ def test_nccl_error_after_another_ranks_crash_is_fallout() -> None:
 def test_more_known_formats(text: str, category: str) -> None:
     r = cls(text)
     assert r.category == category, (r.rule, r.evidence)
+
+
+# ---- an uncaught C++ exception is the cause of the abort that follows ----------------
+
+@pytest.mark.parametrize("text,category", [
+    ("terminate called after throwing an instance of 'std::out_of_range'\n"
+     "  what():  basic_string::substr: __pos (which is 2) > this->size() (which is 0)\nAborted (core dumped)",
+     "software_exception"),
+    ("terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc\nAborted (core dumped)",
+     "host_oom"),
+    ("terminate called after throwing an instance of 'c10::Error'\n"
+     "  what():  CUDA error: an illegal memory access was encountered\nAborted (core dumped)",
+     "cuda_runtime"),
+    ("Fatal Python error: Segmentation fault\n\nThread 0x00007f (most recent call first):\nSegmentation fault (core dumped)",
+     "segfault_signal"),
+])
+def test_uncaught_cpp_exception_versus_the_signal_it_raises(text: str, category: str) -> None:
+    assert cls(text).category == category

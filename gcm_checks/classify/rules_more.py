@@ -85,6 +85,13 @@ MORE_RULES: Tuple[Rule, ...] = (
          ("check failed", "check failure stack trace", "check_"),
          r"\bCheck failed: |\bCHECK_\w+ failed:|\*\*\* Check failure stack trace: \*\*\*",
          "a C++ assertion (glog CHECK / LOG(FATAL)) failed"),
+    # An uncaught C++ exception aborts the process: the exception is the cause and
+    # the SIGABRT / "(core dumped)" that follows is its effect. std::bad_alloc is
+    # host memory (host.alloc_failed); CUDA and NCCL messages in what() rank higher.
+    Rule("cpp.uncaught_exception", "software_exception", R_SIGNAL + 3, 0.75,
+         ("terminate called after throwing",),
+         r"terminate called after throwing an instance of '?(?!std::bad_alloc\b)[\w:<>]+",
+         "an uncaught C++ exception aborted the process"),
     Rule("glog.cuda_oom", "gpu_oom", R_OOM, 0.93,
          ("out of memory",),
          r"(?:Check failed|Cuda Error|CUDA error).{0,80}\(\s*[02] vs\.\s*[02]\)\s*:?\s*(?:Cuda Error: )?out of memory"
