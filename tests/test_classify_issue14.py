@@ -226,3 +226,13 @@ def test_more_known_formats(text: str, category: str) -> None:
 ])
 def test_uncaught_cpp_exception_versus_the_signal_it_raises(text: str, category: str) -> None:
     assert cls(text).category == category
+
+
+@pytest.mark.parametrize("text,category", [
+    ("(task, pid=2846) bash: /usr/bin/python: No such file or directory\n✓ Job finished (status: SUCCEEDED).", "import_env"),
+    ("/bin/sh: torchrun: No such file or directory", "import_env"),
+    ("bash: ./data/train.txt: No such file or directory", "unknown"),
+    ("Status message: runtime_env setup failed: Failed to set up runtime environment.", "import_env"),
+])
+def test_program_missing_and_ray_runtime_env(text: str, category: str) -> None:
+    assert cls(text).category == category

@@ -229,6 +229,19 @@ MORE_RULES: Tuple[Rule, ...] = (
          ("commandnotfounderror", "modulefile", "conda init"),
          r"CommandNotFoundError|Unable to locate a modulefile|ModuleCmd_Load\.c",
          "the job's shell environment (conda / modules) is not set up"),
+    # The shell could not start the program: its interpreter or binary is not there
+    # ("bash: /usr/bin/python: No such file or directory"). A data file named in a
+    # redirect carries an extension, so paths with one are left alone.
+    Rule("env.shell_missing_program", "import_env", R_ENV - 1, 0.75,
+         ("no such file or directory",),
+         r"(?:^|[\s)/])(?:ba|z|da)?sh: (?:line \d+: )?(?:\S*/)?[\w.+-]*[A-Za-z][\w.+-]*"
+         r"(?<!\.[A-Za-z]{2})(?<!\.[A-Za-z]{3})(?<!\.[A-Za-z]{4})(?<!\.[A-Za-z]{5})"
+         r": No such file or directory",
+         "the program the job runs (or its interpreter) is not installed at that path"),
+    Rule("ray.runtime_env", "import_env", R_ENV, 0.85,
+         ("runtime_env setup failed", "runtime env failed", "runtimeenvsetuperror"),
+         r"runtime_env setup failed|associated runtime env failed to be created|RuntimeEnvSetupError",
+         "Ray could not build the job's runtime environment (pip/conda/working_dir)"),
     Rule("launcher.return_code", "segfault_signal", R_SIGNAL - 1, 0.7,
          ("return code = -",), r"exits with return code = -(?:11|7|6|4|8)\b",
          "a training process died of a crash signal"),
