@@ -236,3 +236,17 @@ def test_uncaught_cpp_exception_versus_the_signal_it_raises(text: str, category:
 ])
 def test_program_missing_and_ray_runtime_env(text: str, category: str) -> None:
     assert cls(text).category == category
+
+
+@pytest.mark.parametrize("text,category", [
+    ("(task, pid=4100) done\n✓ Job finished (status: SUCCEEDED).", "success"),
+    ("ERROR: Job 439 failed with return code list: [1]\n✓ Job finished (status: FAILED).", "unknown"),
+    ("✓ Managed job finished: 3 (status: CANCELLED).", "cancelled_user"),
+    ("---------------------------------------\nJob 'raysubmit_fufX4B3GcxYVxBdW' succeeded\n"
+     "---------------------------------------", "success"),
+    ("Job 'raysubmit_fufX4B3GcxYVxBdW' was stopped", "cancelled_user"),
+    ("Traceback (most recent call last):\nValueError: bad shape\n✓ Job finished (status: SUCCEEDED).",
+     "software_exception"),
+])
+def test_skypilot_and_ray_final_status_lines(text: str, category: str) -> None:
+    assert cls(text).category == category

@@ -64,6 +64,24 @@ MORE_RULES: Tuple[Rule, ...] = (
          ("is preempted", "preempted or failed", "spot cluster"),
          r"Cluster is preempted|is preempted or failed|Terminating unhealthy spot cluster",
          "the (spot) cluster was preempted", terminal=True, warnings_ok=True, flags=re.IGNORECASE),
+    # Final status lines, in the formats SkyPilot and Ray's job CLI print them.
+    # A SUCCEEDED status is a completion marker (any failure marker outranks it);
+    # FAILED without a cause says nothing about the cause and is left alone.
+    Rule("sky.succeeded", "success", R_SUCCESS + 1, 0.75,
+         ("status: succeeded",), r"\bJob finished \(status: SUCCEEDED\)|\bManaged job finished: \d+ \(status: SUCCEEDED\)",
+         "SkyPilot reports the job SUCCEEDED", warnings_ok=True),
+    Rule("sky.failed_setup", "import_env", R_ENV - 3, 0.6,
+         ("status: failed_setup",), r"\(status: FAILED_SETUP\)",
+         "the job's setup commands (environment) failed", warnings_ok=True),
+    Rule("sky.cancelled", "cancelled_user", R_CANCEL - 3, 0.65,
+         ("status: cancelled",), r"\bJob finished \(status: CANCELLED\)|\bManaged job finished: \d+ \(status: CANCELLED\)",
+         "the job was cancelled (sky cancel / sky jobs cancel)", terminal=True, warnings_ok=True),
+    Rule("ray.job_succeeded", "success", R_SUCCESS + 1, 0.75,
+         ("succeeded",), r"^Job '[\w-]+' succeeded$",
+         "Ray's job CLI reports the job succeeded", warnings_ok=True),
+    Rule("ray.job_stopped", "cancelled_user", R_CANCEL - 3, 0.6,
+         ("was stopped",), r"^Job '[\w-]+' was stopped$",
+         "the Ray job was stopped (ray job stop)", terminal=True, warnings_ok=True),
     # ---- TPU / XLA: accelerator memory is this taxonomy's gpu_oom ---------------------
     Rule("xla.oom", "gpu_oom", R_OOM, 0.92,
          ("resource_exhausted", "resource exhausted", "ran out of memory in memory space", "hbm",
