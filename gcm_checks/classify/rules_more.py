@@ -108,7 +108,7 @@ MORE_RULES: Tuple[Rule, ...] = (
     # host memory (host.alloc_failed); CUDA and NCCL messages in what() rank higher.
     Rule("cpp.uncaught_exception", "software_exception", R_SIGNAL + 3, 0.75,
          ("terminate called after throwing",),
-         r"terminate called after throwing an instance of '?(?!std::bad_alloc\b)[\w:<>]+",
+         r"terminate called after throwing an instance of '?(?!std::bad_alloc\b)(?!c10::(?:CUDA|Dist)\w*Error\b)[\w:<>]+",
          "an uncaught C++ exception aborted the process"),
     Rule("glog.cuda_oom", "gpu_oom", R_OOM, 0.93,
          ("out of memory",),
