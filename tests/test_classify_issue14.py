@@ -250,3 +250,9 @@ def test_program_missing_and_ray_runtime_env(text: str, category: str) -> None:
 ])
 def test_skypilot_and_ray_final_status_lines(text: str, category: str) -> None:
     assert cls(text).category == category
+
+
+def test_a_full_disk_reported_as_resource_exhausted_is_storage_not_gpu_memory() -> None:
+    r = cls("tensorflow.python.framework.errors_impl.ResourceExhaustedError: disk quota exceeded [Op:SaveV2]")
+    assert r.category == "storage_io"
+    assert cls("ResourceExhaustedError: OOM when allocating tensor with shape[256,112,112,64]").category == "gpu_oom"

@@ -202,7 +202,8 @@ RULES: Tuple[Rule, ...] = (
           "resource_exhausted", "resourceexhaustederror"),
          r"CUDA out of memory|torch(?:\.cuda)?\.OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation"
          r"|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|HIP out of memory|OOM when allocating tensor"
-         r"|RESOURCE_EXHAUSTED: Out of memory|Cuda failure 'out of memory'|out of memory on device|ResourceExhaustedError",
+         r"|RESOURCE_EXHAUSTED: Out of memory|Cuda failure 'out of memory'|out of memory on device"
+         r"|ResourceExhaustedError(?![^\n]{0,200}(?:[Dd]isk quota|[Nn]o space left|[Qq]uota exceeded))",
          "the job ran out of GPU memory"),
     # ---- NCCL / torch.distributed ----------------------------------------------------
     Rule("nccl.watchdog_timeout", "nccl_comm", R_NCCL, 0.85,
@@ -271,7 +272,7 @@ RULES: Tuple[Rule, ...] = (
          ("input/output error", "errno", "quota", "no space left", "stale", "read-only file system",
           "transport endpoint", "remote i/o", "pytorchstreamwriter", "unexpected pos", "disk i/o error",
           "disk is full", "lustreerror", "not responding"),
-         r"Input/output error|\[Errno (?:5|28|30|107|116|121|122)\]|Disk quota exceeded|No space left on device"
+         r"Input/output error|\[Errno (?:5|28|30|107|116|121|122)\]|(?i:disk quota exceeded|no space left on device)"
          r"|Stale (?:NFS )?file handle|Read-only file system|Transport endpoint is not connected|Remote I/O error"
          r"|PytorchStreamWriter failed writing file|unexpected pos \d+ vs \d+|disk I/O error|database or disk is full"
          r"|LustreError|nfs: server \S+ not responding",
