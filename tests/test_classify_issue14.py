@@ -256,3 +256,12 @@ def test_a_full_disk_reported_as_resource_exhausted_is_storage_not_gpu_memory() 
     r = cls("tensorflow.python.framework.errors_impl.ResourceExhaustedError: disk quota exceeded [Op:SaveV2]")
     assert r.category == "storage_io"
     assert cls("ResourceExhaustedError: OOM when allocating tensor with shape[256,112,112,64]").category == "gpu_oom"
+
+
+def test_jax_coordination_barrier_timeout_is_collective_communication() -> None:
+    text = ("jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. "
+            "Barrier_id: PjRT_Client_Connect. Timed out task names:\n/job:jax_worker/replica:0/task:1")
+    assert cls(text).category == "nccl_comm"
+    # ...but a worker's own crash before the barrier is the cause.
+    crash = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n" + text
+    assert cls(crash).category == "gpu_oom"

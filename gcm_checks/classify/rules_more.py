@@ -89,6 +89,14 @@ MORE_RULES: Tuple[Rule, ...] = (
          r"RESOURCE_EXHAUSTED\b|Resource exhausted:|Ran out of memory in memory space \w+"
          r"|Attempting to (?:reserve|allocate) [\d.]+[KMGT]?i?B?\b.{0,120}(?:not possible|HBM)",
          "the accelerator (TPU/XLA) ran out of device memory", warnings_ok=True),
+    # JAX's multi-host coordination service is this taxonomy's collective layer on
+    # TPU/GPU pods: a barrier or heartbeat timeout means some process never
+    # arrived (crashed, was not launched, or could not reach the coordinator).
+    Rule("xla.coordination_timeout", "nccl_comm", R_NCCL - 2, 0.75,
+         ("barrier timed out", "missing heartbeats", "coordination service", "coordinationservice"),
+         r"DEADLINE_EXCEEDED: Barrier timed out|CoordinationService/Barrier"
+         r"|coordination service has detected missing heartbeats|distributed service detected fatal errors",
+         "processes of a multi-host JAX/XLA job did not all reach the coordination barrier", symptom=True),
     Rule("tpu.busy", "node_failure", R_NODE_FAIL - 10, 0.7,
          ("/dev/vfio", "no accelerator found", "tpu initialization failed"),
          r"open\(/dev/vfio/\d+\): Device or resource busy|TPU initialization failed|No accelerator found",
