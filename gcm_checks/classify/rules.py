@@ -336,7 +336,7 @@ RULES: Tuple[Rule, ...] = (
          "loading a data sample raised an error"),
     # ---- fatal signals ---------------------------------------------------------------
     Rule("sig.bus_error_shm", "segfault_signal", R_SIGNAL + 2, 0.85,
-         ("bus error", "shared memory"), r"killed by signal: Bus error|insufficient shared memory|Unexpected bus error",
+         ("bus error", "shared memory"), r"killed by signal: Bus error|(?i:insufficient shared memory|unexpected bus error)",
          "a process died with SIGBUS (usually /dev/shm too small)"),
     Rule("sig.fatal", "segfault_signal", R_SIGNAL, 0.85,
          ("segmentation fault", "sigsegv", "fatal python error", "bus error", "sigbus", "core dumped",
