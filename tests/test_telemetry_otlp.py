@@ -88,34 +88,54 @@ def test_metrics_and_logs_reach_a_real_receiver():
     with Receiver() as rx:
         settings = resolve({"telemetry": {"otlp_endpoint": rx.url, "otlp_headers": {"x-token": "abc"}}}, "gpu001")
         out = telemetry.export(RESULTS, settings, mode="epilog", node="gpu001", job_id="4242",
-                               xids=[{"xid": 79, "gpu_index": 3, "severity": "fail"}], drained=True, when=1_790_000_000.0)
+                               xids=[{"xid": 79, "gpu_index": 3, "severity": "fail"}], drained=True, when=1_790_000_000.0,
+                               duration_s=1.5)
         assert out == {"otlp": "ok"}
     assert len(rx.metrics) == 1
     headers, req = rx.metrics[0]
     assert headers.get("content-type") == "application/x-protobuf" and headers.get("x-token") == "abc"
     (rm,) = req.resource_metrics
     res = _attrs(rm.resource.attributes)
-    assert res["service.name"] == "gcm-checks" and res["host.name"] == "gpu001" and res["gcm.mode"] == "epilog"
-    points = {}
+    # A stable instance id (the node), not a random UUID per run.
+    assert res["service.name"] == "gcm-checks" and res["host.name"] == "gpu001"
+    assert res["service.instance.id"] == "gpu001"
+    points, units = {}, {}
     for sm in rm.scope_metrics:
         for m in sm.metrics:
             assert m.WhichOneof("data") == "gauge"
             points[m.name] = [(_attrs(p.attributes), p.as_double) for p in m.gauge.data_points]
-    assert set(points) == {"gcm_check_status", "gcm_check_severity", "gcm_node_verdict", "gcm_xid_events",
-                           "gcm_node_drained", "gcm_last_run_timestamp_seconds"}
-    sev = {(a["check"], a.get("gpu", "")): v for a, v in points["gcm_check_severity"]}
+            units[m.name] = m.unit
+    assert set(points) == {"gcm.check.status", "gcm.check.severity", "gcm.node.verdict", "gcm.xid.events",
+                           "gcm.node.drained", "gcm.run.last_timestamp", "gcm.run.duration"}
+    assert units == {"gcm.check.status": "1", "gcm.check.severity": "1", "gcm.node.verdict": "1",
+                     "gcm.xid.events": "{event}", "gcm.node.drained": "1", "gcm.run.last_timestamp": "s",
+                     "gcm.run.duration": "s"}
+    # Attributes are namespaced, the node lives in the resource, no job on metrics.
+    for name, pts in points.items():
+        for a, _ in pts:
+            assert all(k.startswith("gcm.") for k in a), (name, a)
+            assert "node" not in a and "gcm.job.id" not in a
+    sev = {(a["gcm.check.id"], a.get("gcm.gpu.index", "")): v for a, v in points["gcm.check.severity"]}
     assert sev == {("gpu.nvml", ""): 0.0, ("gpu.ecc.uncorrectable", "3"): 3.0, ("dcgm.diag", ""): 2.0}
-    assert all(a["job"] == "4242" for a, _ in points["gcm_check_severity"])
-    assert points["gcm_xid_events"] == [({"node": "gpu001", "code": "79", "gpu": "3", "severity": "fail", "job": "4242"}, 1.0)]
-    assert points["gcm_node_drained"] == [({"node": "gpu001"}, 1.0)]
-    assert points["gcm_last_run_timestamp_seconds"][0][1] == 1_790_000_000.0
+    assert all(a["gcm.mode"] == "epilog" for a, _ in points["gcm.check.severity"])
+    assert points["gcm.xid.events"] == [({"gcm.mode": "epilog", "gcm.xid.code": "79", "gcm.gpu.index": "3",
+                                         "gcm.xid.severity": "fail"}, 1.0)]
+    assert points["gcm.node.drained"] == [({}, 1.0)]
+    assert points["gcm.run.duration"] == [({"gcm.mode": "epilog"}, 1.5)]
+    assert points["gcm.run.last_timestamp"][0][1] == 1_790_000_000.0
     # One log record per non-passing result, severity mapped to OTLP's scale.
     records = [lr for _, r in rx.logs for rl in r.resource_logs for sl in rl.scope_logs for lr in sl.log_records]
-    got = sorted((lr.severity_text, lr.severity_number, lr.body.string_value, _attrs(lr.attributes)["check"]) for lr in records)
+    assert {_attrs(rl.resource.attributes)["service.instance.id"] for _, r in rx.logs for rl in r.resource_logs} == {"gpu001"}
+    got = sorted((lr.severity_text, lr.severity_number, lr.body.string_value, _attrs(lr.attributes)["gcm.check.id"])
+                 for lr in records)
     assert got == [
         ("FAIL", 17, "gpu.ecc.uncorrectable GPU 3 (00000000:5D:00.0): 12 uncorrectable ECC errors", "gpu.ecc.uncorrectable"),
         ("UNKNOWN", 13, "dcgm.diag gpu001: dcgmi not found", "dcgm.diag"),
     ]
+    for lr in records:
+        a = _attrs(lr.attributes)
+        assert a["event.name"] == "gcm.check.result" and a["gcm.job.id"] == "4242" and a["gcm.mode"] == "epilog"
+        assert lr.time_unix_nano == 1_790_000_000 * 10**9
 
 
 def test_all_passing_run_sends_metrics_and_no_logs():

@@ -94,6 +94,13 @@ def passed_checks(results: List[Any]) -> List[str]:
     return sorted(c for c, ok in seen.items() if ok)
 
 
+def _drain_events(actions: Dict[str, Any], node: str) -> List[Any]:
+    """Drains and resumes health made, as OTLP log records."""
+    from gcm_checks.telemetry.events import slurm_action_event
+
+    return [e for e in (slurm_action_event(kind, a, node) for kind, a in actions.items()) if e is not None]
+
+
 def decide_and_apply(backend: Any, node: str, results: List[Any], *, state_dir: str, log: Any,
                      resume_on_pass: bool = True, verify_features: bool = False) -> Dict[str, Any]:
     """All of health mode's Slurm side effects; returns what was done, for the log and --json."""
@@ -130,6 +137,9 @@ def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float
     from gcm_checks.result import Status, verdict
 
     ctx = runner.build_context(settings, sim=args.sim, budget_s=args.budget, dry_run=bool(getattr(args, "dry_run", False)))
+    from gcm_checks.commands.prolog import telemetry_on
+
+    ctx.hw_telemetry = telemetry_on(settings, "health")
     ctx.started = t0
     log.info("start", sim=ctx.sim.get("name") if ctx.sim else None, budget_s=ctx.budget_s, config=settings.source)
     try:
@@ -150,8 +160,12 @@ def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float
         housekeeping(settings, node, log)
     from gcm_checks.commands.prolog import _telemetry
 
+    # Health reads back our own drain record, so the one gcm_node_drained
+    # series says what gcm holds now, whoever (prolog, epilog, health) drained.
+    drained = None if getattr(args, "dry_run", False) else slurm.drain_record(str(ctx.state_dir), node) is not None
     _telemetry(results, settings, node, None, "health", None, log,
-               xids=[e.to_dict() for e in getattr(ctx.facts.get("xid"), "events", ())])
+               xids=[e.to_dict() for e in getattr(ctx.facts.get("xid"), "events", ())], t0=t0, ctx=ctx,
+               drained=drained, log_events=_drain_events(actions, node))
     action_text = ", ".join(f"{k}: {a['action']}" for k, a in actions.items()) or None
     if args.json:
         emit_json({"verdict": v.value, "node": node, "actions": actions, "results": result_rows(results)})
