@@ -164,3 +164,42 @@ def test_a_refused_connection_is_an_error_and_prometheus_still_writes(tmp_path):
     out = telemetry.export(RESULTS, settings, mode="epilog", node="n")
     assert out["prometheus"] == "ok" and out["otlp"].startswith("error: ")
     assert (tmp_path / "gcm_checks_epilog.prom").exists()
+
+
+def test_hardware_series_units_and_a_job_report_record():
+    from gcm_checks.gather import nvml
+    from gcm_checks.sim.fake_nvml import FakeNvml
+    from gcm_checks.sim.scenario import load as load_scenario
+    from gcm_checks.telemetry.events import report_event, slurm_action_event
+
+    scenario = load_scenario("healthy")
+    facts = nvml.gather(lambda: FakeNvml(scenario), 2.0, extended=True)
+    doc = {"generated_at": "2026-11-30T01:00:00+00:00",
+           "job": {"job_id": "4242", "key": "4242.0", "user": "alice", "partition": "gpu", "nodes": ["gpu001", "gpu002"],
+                   "cluster": "c1"},
+           "outcome": {"failed": True, "state": "FAILED", "exit_status": "1:0", "nodes_drained": ["gpu001"]},
+           "classification": {"category": "gpu_hardware", "responsibility": "infrastructure", "confidence": 0.9,
+                              "rule": "xid-79", "sentence": "GPU 3 on gpu001 fell off the bus (XID 79)."}}
+    events = [report_event(doc), slurm_action_event("drain", {"action": "drained", "reason": "gcm: xid 79"}, "gpu001")]
+    with Receiver() as rx:
+        settings = resolve({"telemetry": {"otlp_endpoint": rx.url}}, "gpu001")
+        out = telemetry.export(RESULTS[:1], settings, mode="health", node="gpu001", gpu_facts=facts, log_events=events)
+        assert out == {"otlp": "ok"}
+    (rm,) = rx.metrics[0][1].resource_metrics
+    metrics = {m.name: m for sm in rm.scope_metrics for m in sm.metrics}
+    assert metrics["gcm.gpu.temperature"].unit == "Cel"
+    assert metrics["gcm.gpu.power"].unit == "W" and metrics["gcm.gpu.clock.sm"].unit == "Hz"
+    temps = {_attrs(p.attributes)["gcm.gpu.index"]: p.as_double for p in metrics["gcm.gpu.temperature"].gauge.data_points}
+    assert temps == {str(i): 33.0 for i in range(8)}
+    throttle = {tuple(sorted(_attrs(p.attributes))) for p in metrics["gcm.gpu.throttle"].gauge.data_points}
+    assert throttle == {("gcm.gpu.index", "gcm.gpu.throttle.reason")}
+    records = {(_attrs(lr.attributes)["event.name"]): lr
+               for _, r in rx.logs for rl in r.resource_logs for sl in rl.scope_logs for lr in sl.log_records}
+    rep = records["gcm.job.report"]
+    a = _attrs(rep.attributes)
+    assert rep.severity_text == "FAIL" and rep.body.string_value.startswith("job 4242 FAILED: GPU 3 on gpu001")
+    assert a["gcm.job.id"] == "4242" and a["gcm.failure.category"] == "gpu_hardware"
+    assert a["gcm.failure.responsibility"] == "infrastructure" and a["gcm.job.nodes"] == "gpu001,gpu002"
+    assert rep.time_unix_nano == 1_796_000_400 * 10**9  # the report's own time, not the export's
+    drain = _attrs(records["gcm.node.drain"].attributes)
+    assert drain["gcm.slurm.action"] == "drain:drained" and drain["gcm.drain.reason"] == "gcm: xid 79"

@@ -162,7 +162,7 @@ def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float
 
     # Health reads back our own drain record, so the one gcm_node_drained
     # series says what gcm holds now, whoever (prolog, epilog, health) drained.
-    drained = None if getattr(args, "dry_run", False) else slurm.drain_record(str(ctx.state_dir), node) is not None
+    drained = slurm.drain_record(str(ctx.state_dir), node) is not None
     _telemetry(results, settings, node, None, "health", None, log,
                xids=[e.to_dict() for e in getattr(ctx.facts.get("xid"), "events", ())], t0=t0, ctx=ctx,
                drained=drained, log_events=_drain_events(actions, node))
