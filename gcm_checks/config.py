@@ -65,10 +65,11 @@ SCHEMA: Dict[str, Any] = {
         "leftover_processes": Key("str", "warn", "Status when compute processes from a previous job remain.", choices=("warn", "fail")),
     },
     "slurm": {
-        "backend": Key("str", "cli", "cli (scontrol), pyslurm, or auto (pyslurm when importable).", choices=("cli", "pyslurm", "auto")),
+        "backend": Key("str", "cli", "cli (scontrol). pyslurm and auto are accepted for old configs and mean cli: the pyslurm backend was removed.", choices=("cli", "pyslurm", "auto")),
         "scontrol": Key("str", None, "Absolute path to scontrol; null = search standard locations (a prolog has no PATH).", nullable=True),
         "timeout_s": Key("float", 5.0, "Deadline for each scontrol call.", minimum=0.1),
         "resume_on_pass": Key("bool", True, "Health mode resumes a node drained by gcm once the same checks pass."),
+        "extra_format": Key("str", "auto", "Node Extra: text ('gcm ok <time>' segments), json (flat gcm_* keys, for SchedulerParameters=extra_constraints), or auto (json when the node's Extra already is a JSON object).", choices=("auto", "text", "json")),
     },
     # InfiniBand checks over sysfs (gcm_checks.checks.ib).
     "infiniband": {

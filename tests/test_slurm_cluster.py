@@ -158,3 +158,23 @@ def test_reset_nodes_clears_features_and_extra(clean_cluster):
     c.reset_nodes()
     node = c.node("node2")
     assert node["AvailableFeatures"] == "(null)" and not node.get("Extra")
+
+
+def test_json_extra_round_trips_through_real_scontrol(clean_cluster, backend, tmp_path):
+    """The JSON form of Extra (what SchedulerParameters=extra_constraints
+    wants) goes through scontrol update and comes back from scontrol show
+    node intact, with an admin's key kept; node status reads our summary."""
+    import json
+
+    c = clean_cluster
+    c.scontrol("update", "nodename=node1", 'Extra={"rack":"12"}')
+    out = slurm.apply_features(backend, "node1", ["gcm_ok"], slurm.summary_extra("degraded", ["gpu.ecc", "ib.port.state"]),
+                               state_dir=str(tmp_path))
+    assert out.action == "applied"
+    extra = c.node("node1")["Extra"]
+    doc = json.loads(extra)
+    assert doc["rack"] == "12" and doc["gcm_health"] == "degraded"
+    assert doc["gcm_health_failing"] == "gpu.ecc,ib.port.state"
+    info = backend.node_info("node1")
+    assert slurm.gcm_summary(info.extra).startswith("gcm degraded ")
+    c.scontrol("update", "nodename=node1", "Extra=")

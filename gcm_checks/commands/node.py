@@ -73,12 +73,12 @@ def _state_dir(settings: Any) -> str:
 
 
 def status_row(info: Any, local_drain: Any = None) -> Dict[str, Any]:
-    from gcm_checks.slurm import GCM_FEATURES
+    from gcm_checks.slurm import GCM_FEATURES, gcm_summary
 
     owner = None
     if info.drained or info.reason:
         owner = "gcm" if info.gcm_owned else (info.reason_user or "other")
-    last = info.extra if info.extra and info.extra.startswith("gcm ") else None
+    last = gcm_summary(info.extra)  # text or JSON Extra (extra_constraints)
     return {
         "node": info.name,
         "state": info.state,
