@@ -106,10 +106,10 @@ def test_metrics_and_logs_reach_a_real_receiver():
             points[m.name] = [(_attrs(p.attributes), p.as_double) for p in m.gauge.data_points]
             units[m.name] = m.unit
     assert set(points) == {"gcm.check.status", "gcm.check.severity", "gcm.node.verdict", "gcm.xid.events",
-                           "gcm.node.drained", "gcm.run.last_timestamp", "gcm.run.duration"}
-    assert units == {"gcm.check.status": "1", "gcm.check.severity": "1", "gcm.node.verdict": "1",
-                     "gcm.xid.events": "{event}", "gcm.node.drained": "1", "gcm.run.last_timestamp": "s",
-                     "gcm.run.duration": "s"}
+                           "gcm.node.drained", "gcm.last_run_timestamp", "gcm.run.duration"}
+    assert units == {"gcm.check.status": "{status}", "gcm.check.severity": "{severity}",
+                     "gcm.node.verdict": "{severity}", "gcm.xid.events": "{event}", "gcm.node.drained": "{state}",
+                     "gcm.last_run_timestamp": "s", "gcm.run.duration": "s"}
     # Attributes are namespaced, the node lives in the resource, no job on metrics.
     for name, pts in points.items():
         for a, _ in pts:
@@ -122,7 +122,7 @@ def test_metrics_and_logs_reach_a_real_receiver():
                                          "gcm.xid.severity": "fail"}, 1.0)]
     assert points["gcm.node.drained"] == [({}, 1.0)]
     assert points["gcm.run.duration"] == [({"gcm.mode": "epilog"}, 1.5)]
-    assert points["gcm.run.last_timestamp"][0][1] == 1_790_000_000.0
+    assert points["gcm.last_run_timestamp"][0][1] == 1_790_000_000.0
     # One log record per non-passing result, severity mapped to OTLP's scale.
     records = [lr for _, r in rx.logs for rl in r.resource_logs for sl in rl.scope_logs for lr in sl.log_records]
     assert {_attrs(rl.resource.attributes)["service.instance.id"] for _, r in rx.logs for rl in r.resource_logs} == {"gpu001"}
@@ -188,10 +188,10 @@ def test_hardware_series_units_and_a_job_report_record():
     (rm,) = rx.metrics[0][1].resource_metrics
     metrics = {m.name: m for sm in rm.scope_metrics for m in sm.metrics}
     assert metrics["gcm.gpu.temperature"].unit == "Cel"
-    assert metrics["gcm.gpu.power"].unit == "W" and metrics["gcm.gpu.clock.sm"].unit == "Hz"
+    assert metrics["gcm.gpu.power"].unit == "W" and metrics["gcm.gpu.sm_clock"].unit == "Hz"
     temps = {_attrs(p.attributes)["gcm.gpu.index"]: p.as_double for p in metrics["gcm.gpu.temperature"].gauge.data_points}
     assert temps == {str(i): 33.0 for i in range(8)}
-    throttle = {tuple(sorted(_attrs(p.attributes))) for p in metrics["gcm.gpu.throttle"].gauge.data_points}
+    throttle = {tuple(sorted(_attrs(p.attributes))) for p in metrics["gcm.gpu.throttle_reason"].gauge.data_points}
     assert throttle == {("gcm.gpu.index", "gcm.gpu.throttle.reason")}
     records = {(_attrs(lr.attributes)["event.name"]): lr
                for _, r in rx.logs for rl in r.resource_logs for sl in rl.scope_logs for lr in sl.log_records}

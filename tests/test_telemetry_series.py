@@ -160,10 +160,22 @@ def test_extended_readings_follow_the_hardware():
     assert fake.calls.count("nvmlDeviceGetNvLinkErrorCounter") == 8 * 11 * 4
 
 
-def test_every_metric_has_a_unit_a_file_and_a_prometheus_base_unit_name():
+# How the OpenTelemetry Collector's Prometheus exporters name an OTLP metric
+# (pkg/translator/prometheus, add_metric_suffixes on): dots become
+# underscores, a unit adds its suffix, an {annotation} unit adds none.
+_UNIT_SUFFIX = {"s": "seconds", "Cel": "celsius", "W": "watts", "Hz": "hertz", "bit/s": "bits_per_second"}
+
+
+def _collector_name(otlp, unit):
+    name = otlp.replace(".", "_")
+    if unit.startswith("{"):
+        return name
+    suffix = _UNIT_SUFFIX[unit]  # a KeyError here: a unit without a documented suffix
+    return name if name.endswith(suffix) else f"{name}_{suffix}"
+
+
+def test_every_metric_has_a_unit_a_file_and_the_same_name_through_a_collector():
     for name, m in model.METRICS.items():
         assert m.file in {"run", "drain", "job", "gpu", "ib"} and m.help and m.unit
-        if m.unit == "s":
-            assert name.endswith("_seconds")
-        if m.unit in ("Cel", "W", "Hz"):
-            assert name.endswith({"Cel": "_celsius", "W": "_watts", "Hz": "_hertz"}[m.unit])
+        assert m.unit != "1", f"{name}: unit '1' gets a _ratio suffix in Prometheus; use an annotation"
+        assert _collector_name(m.otlp, m.unit) == name, (name, m.otlp, m.unit)

@@ -18,7 +18,10 @@ Rules that keep the series graphable (issue 17):
   PromQL join (``* on(node,gpu) group_left(job) gcm_job_info``) brings the
   job to any per-GPU series;
 * base units in Prometheus names (``_celsius``, ``_watts``, ``_hertz``,
-  ``_seconds``); in OTLP the unit travels as a field.
+  ``_seconds``); in OTLP the unit travels as a field, chosen so that an
+  OpenTelemetry Collector's Prometheus exporter (dots to underscores, the
+  unit's suffix added, ``{annotation}`` units adding none) arrives at the
+  same metric names as the textfile (tests/test_telemetry_series.py).
 
 Metric families (all gauges: each run states the current truth):
 
@@ -50,7 +53,7 @@ SEVERITY = {"pass": 0, "warn": 1, "unknown": 2, "fail": 3}
 class Metric:
     name: str  # Prometheus name (base unit suffix)
     otlp: str  # OTLP name (dotted; the unit is a field)
-    unit: str  # UCUM: "s", "Cel", "W", "Hz", "1", "{error}", ...
+    unit: str  # UCUM: "s", "Cel", "W", "Hz", "bit/s", or an annotation "{error}" for counts and states
     help: str
     file: str  # run | drain | job | gpu | ib
 
@@ -60,28 +63,28 @@ def _m(name: str, otlp: str, unit: str, file: str, help: str) -> Metric:
 
 
 METRICS: Dict[str, Metric] = {m.name: m for m in (
-    _m("gcm_check_status", "gcm.check.status", "1", "run",
+    _m("gcm_check_status", "gcm.check.status", "{status}", "run",
        "gcm-checks result of one check for one subject; the status label holds the result (value is always 1)."),
-    _m("gcm_check_severity", "gcm.check.severity", "1", "run",
+    _m("gcm_check_severity", "gcm.check.severity", "{severity}", "run",
        "gcm-checks result as a number: 0 pass, 1 warn, 2 unknown (could not tell), 3 fail (hardware bad)."),
-    _m("gcm_node_verdict", "gcm.node.verdict", "1", "run",
+    _m("gcm_node_verdict", "gcm.node.verdict", "{severity}", "run",
        "Worst result of the node's last run of this mode: 0 pass, 1 warn, 2 unknown, 3 fail."),
     _m("gcm_xid_events", "gcm.xid.events", "{event}", "run",
        "NVIDIA XID events seen in the last run's window, by code and GPU."),
     _m("gcm_run_duration_seconds", "gcm.run.duration", "s", "run",
        "Wall time of the node's last run of this mode, from start to verdict."),
-    _m("gcm_last_run_timestamp_seconds", "gcm.run.last_timestamp", "s", "run",
+    _m("gcm_last_run_timestamp_seconds", "gcm.last_run_timestamp", "s", "run",
        "Unix time the node's last run of this mode finished."),
-    _m("gcm_node_drained", "gcm.node.drained", "1", "drain",
+    _m("gcm_node_drained", "gcm.node.drained", "{state}", "drain",
        "1 while gcm-checks holds a drain of this node (its own record), 0 when it holds none."),
-    _m("gcm_job_info", "gcm.job.info", "1", "job",
+    _m("gcm_job_info", "gcm.job.info", "{info}", "job",
        "1 while the Slurm job runs on this GPU; join per-GPU series on (node, gpu) to get the job."),
     # Hardware: filled by gcm_checks.telemetry.hardware.
-    _m("gcm_gpu_up", "gcm.gpu.up", "1", "gpu", "1 when the GPU answered NVML, 0 when it is lost or hung."),
+    _m("gcm_gpu_up", "gcm.gpu.up", "{state}", "gpu", "1 when the GPU answered NVML, 0 when it is lost or hung."),
     _m("gcm_gpu_temperature_celsius", "gcm.gpu.temperature", "Cel", "gpu", "GPU core temperature."),
     _m("gcm_gpu_power_watts", "gcm.gpu.power", "W", "gpu", "GPU power draw."),
-    _m("gcm_gpu_sm_clock_hertz", "gcm.gpu.clock.sm", "Hz", "gpu", "Current SM clock."),
-    _m("gcm_gpu_throttle_reason", "gcm.gpu.throttle", "1", "gpu",
+    _m("gcm_gpu_sm_clock_hertz", "gcm.gpu.sm_clock", "Hz", "gpu", "Current SM clock."),
+    _m("gcm_gpu_throttle_reason", "gcm.gpu.throttle_reason", "{state}", "gpu",
        "1 while this clock throttle (event) reason is active, 0 when not."),
     _m("gcm_gpu_ecc_errors", "gcm.gpu.ecc.errors", "{error}", "gpu",
        "ECC errors as counted by the GPU (volatile: since driver load; aggregate: lifetime)."),
@@ -89,13 +92,13 @@ METRICS: Dict[str, Metric] = {m.name: m for m in (
        "Pages retired by the GPU, by cause (pre-Ampere GPUs)."),
     _m("gcm_gpu_remapped_rows", "gcm.gpu.remapped_rows", "{row}", "gpu",
        "Rows remapped by the GPU, by kind (Ampere and later)."),
-    _m("gcm_gpu_row_remap_pending", "gcm.gpu.row_remap.pending", "1", "gpu",
+    _m("gcm_gpu_row_remap_pending", "gcm.gpu.row_remap.pending", "{state}", "gpu",
        "1 when a row remap waits for a GPU reset."),
     _m("gcm_gpu_nvlink_errors", "gcm.gpu.nvlink.errors", "{error}", "gpu",
        "NVLink error counters of the GPU, summed over its active links."),
     _m("gcm_ib_port_counter", "gcm.ib.port.counter", "{count}", "ib",
        "InfiniBand port counter as read from sysfs (ports/N/counters)."),
-    _m("gcm_ib_port_active", "gcm.ib.port.active", "1", "ib", "1 when the port is ACTIVE and LinkUp."),
+    _m("gcm_ib_port_active", "gcm.ib.port.active", "{state}", "ib", "1 when the port is ACTIVE and LinkUp."),
     _m("gcm_ib_port_rate_bits_per_second", "gcm.ib.port.rate", "bit/s", "ib", "Negotiated port rate."),
 )}
 HELP = {name: m.help for name, m in METRICS.items()}
