@@ -148,7 +148,7 @@ SCHEMA: Dict[str, Any] = {
         "baselines": Key("dict", {}, "Baseline overrides by model key or exact NVML name: {H100-SXM: {gemm_tflops, mem_bw_gbps}}."),
     },
     "telemetry": {
-        "prometheus_textfile_dir": Key("str", None, "node_exporter --collector.textfile.directory: gcm_checks_<mode>.prom is written there atomically; null = off.", nullable=True),
+        "prometheus_textfile_dir": Key("str", None, "node_exporter --collector.textfile.directory: gcm_checks_<mode>.prom, _drain, _gpu, _ib and _job_<id>.prom are written there atomically (docs/telemetry.md); null = off.", nullable=True),
         "otlp_endpoint": Key("str", None, "OTLP/HTTP endpoint base URL (http://collector:4318); null = off. Needs gcm-checks[otlp].", nullable=True),
         "otlp_timeout_s": Key("float", 2.0, "Deadline for one OTLP export.", minimum=0.1),
         "otlp_headers": Key("dict", {}, "Extra HTTP headers for the OTLP exporter (auth tokens)."),
