@@ -364,34 +364,17 @@ def read_file(
     ctx = StampContext(boot_time=boot if boot is not None else boot_time(), tz=tz, ref=until)
     try:
         if since is not None and not path.endswith(".gz"):
-            _seek_to_window(f, since, tz, until, cov)
+            from gcm_checks.logseek import seek_to_window
+
+            # Wall-clock stamps only (boot_time=None): monotonic ones restart at each boot.
+            cov.skipped_bytes = seek_to_window(
+                f, since, until, lambda ref: lambda line: stamp(line, StampContext(None, tz, ref))[0])
         lines = iter_lines_file(f, contains=contains, follow=FOLLOW_LINES if contains is not None else 0)
         yield from _stamped(lines, ctx, since, until, cov)
     except OSError as e:
         raise KernelLogUnavailable(f"{path}: read failed: {e}") from None
     finally:
         f.close()
-
-
-def _seek_to_window(f: IO[bytes], since: float, tz: Optional[tzinfo], until: Optional[float], cov: Coverage) -> None:
-    """Skip what lies before the window in a time-sorted file (gcm_checks/logseek.py)."""
-    from gcm_checks.logseek import window_start
-
-    # Monotonic stamps never take part (boot_time=None). Syslog stamps have no
-    # year: the file's last write dates its last line, so lines after the
-    # window do not look a year old and unsort the file.
-    try:
-        ref = max(until or 0.0, os.fstat(f.fileno()).st_mtime)
-    except (OSError, AttributeError, ValueError):
-        ref = until
-    wall = StampContext(boot_time=None, tz=tz, ref=ref)
-
-    def stamper(line: str) -> Optional[float]:
-        return stamp(line, wall)[0]
-
-    offset = window_start(f, since, stamper)
-    f.seek(offset)
-    cov.skipped_bytes = offset
 
 
 def read_text(

@@ -106,3 +106,21 @@ def window_start(f: IO[bytes], since: float, stamper: Stamper, *, margin_s: floa
         return lo + nl + 1 if nl >= 0 else 0
     except (OSError, ValueError):
         return 0
+
+
+def seek_to_window(f: IO[bytes], since: float, until: Optional[float],
+                   stamper_for: Callable[[Optional[float]], Stamper]) -> int:
+    """Position ``f`` where a read for the window must start; returns the
+    bytes skipped (0: read from the start).
+
+    ``stamper_for(ref)`` makes the line stamper; ``ref`` dates year-less
+    syslog stamps. The file's last write dates its last line, so lines after
+    the window do not look a year old and unsort the file.
+    """
+    try:
+        ref: Optional[float] = max(until or 0.0, os.fstat(f.fileno()).st_mtime)
+    except (OSError, AttributeError, ValueError):
+        ref = until
+    offset = window_start(f, since, stamper_for(ref))
+    f.seek(offset)
+    return offset
