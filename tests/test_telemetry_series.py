@@ -179,3 +179,14 @@ def test_every_metric_has_a_unit_a_file_and_the_same_name_through_a_collector():
         assert m.file in {"run", "drain", "job", "gpu", "ib"} and m.help and m.unit
         assert m.unit != "1", f"{name}: unit '1' gets a _ratio suffix in Prometheus; use an annotation"
         assert _collector_name(m.otlp, m.unit) == name, (name, m.otlp, m.unit)
+
+
+def test_the_epilog_alone_writes_gpu_and_ib_readings(cfg, tmp_path):
+    # The epilog judges no IB port, but it graphs them (one sysfs read after the verdict).
+    assert run("epilog", cfg, "--sim", "healthy", job="90").returncode == 0
+    files = read_all(tmp_path / "prom")
+    assert set(files) == {"gcm_checks_epilog.prom", "gcm_checks_gpu.prom", "gcm_checks_ib.prom"}
+    active = [v for m, _, v in files["gcm_checks_ib.prom"] if m == "gcm_ib_port_active"]
+    assert active == [1.0] * 8
+    powers = [v for m, _, v in files["gcm_checks_gpu.prom"] if m == "gcm_gpu_power_watts"]
+    assert len(powers) == 8
