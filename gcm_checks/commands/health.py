@@ -167,7 +167,8 @@ def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float
     drained = slurm.drain_record(str(ctx.state_dir), node) is not None
     _telemetry(results, settings, node, None, "health", None, log,
                xids=[e.to_dict() for e in getattr(ctx.facts.get("xid"), "events", ())], t0=t0, ctx=ctx,
-               drained=drained, log_events=_drain_events(actions, node))
+               drained=drained,
+               log_events=_drain_events(actions, node) if settings.get("telemetry.otlp_endpoint") else ())
     action_text = ", ".join(f"{k}: {a['action']}" for k, a in actions.items()) or None
     if args.json:
         emit_json({"verdict": v.value, "node": node, "actions": actions, "results": result_rows(results)})
