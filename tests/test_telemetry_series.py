@@ -190,3 +190,12 @@ def test_the_epilog_alone_writes_gpu_and_ib_readings(cfg, tmp_path):
     assert active == [1.0] * 8
     powers = [v for m, _, v in files["gcm_checks_gpu.prom"] if m == "gcm_gpu_power_watts"]
     assert len(powers) == 8
+
+
+def test_a_failing_prolog_ties_no_gpu_to_the_job(cfg, tmp_path):
+    # The job is requeued elsewhere: a gcm_job_info file here would never be removed.
+    run("prolog", cfg, "--sim", "gpu-lost", job="66")
+    files = read_all(tmp_path / "prom")
+    assert "gcm_checks_job_66.prom" not in files and "gcm_checks_prolog.prom" in files
+    # --dry-run drained nothing, so it claims no drain state either.
+    assert "gcm_checks_drain.prom" not in files

@@ -153,6 +153,12 @@ def _ib_for_telemetry(ctx: Any, log: Any) -> Any:
         return None
 
 
+def _job_runs(action: Optional[str]) -> bool:
+    """After this prolog, does the job run here? Not when it failed the node
+    (Slurm requeues it; no epilog may come to remove its gcm_job_info)."""
+    return action is None or action.startswith("report-only")
+
+
 def telemetry_on(settings: Any, mode: str) -> bool:
     """A sink is configured that this mode writes to."""
     keys = ("telemetry.prometheus_textfile_dir",) if mode == "prolog" else \
@@ -188,7 +194,7 @@ def _telemetry(results: List[Any], settings: Any, node: str, job_id: Optional[st
                          sinks=sinks, duration_s=None if t0 is None else time.monotonic() - t0,
                          gpu_facts=None if mode == "prolog" else facts.get("gpu"),
                          ib_snapshot=None if mode == "prolog" else ib_snapshot,
-                         job_gpus=os.environ.get("SLURM_JOB_GPUS") if mode == "prolog" else None,
+                         job_gpus=os.environ.get("SLURM_JOB_GPUS") if mode == "prolog" and _job_runs(action) else None,
                          log_events=log_events)
     except Exception as e:  # noqa: BLE001 - a sink never changes the verdict (rule 6)
         log.warning("telemetry_failed", error=f"{type(e).__name__}: {e}")
