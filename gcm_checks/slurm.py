@@ -391,10 +391,15 @@ def backend_from_settings(settings: Any = None, dry_run: bool = False, out: Opti
         log.warning("slurm.backend=pyslurm is no longer supported; using scontrol (docs/slurm.md)")
     real: SlurmBackend = ScontrolBackend(scontrol=_setting(settings, "slurm.scontrol", None), timeout_s=timeout_s)
     if real.scontrol is None:  # type: ignore[attr-defined]
-        return DryRunBackend(out=out if out is not None else sys.stderr, log=log)
-    if dry_run or report_only(settings):
-        return DryRunBackend(out=out if out is not None else sys.stderr, reader=real, log=log)
-    return real
+        chosen: SlurmBackend = DryRunBackend(out=out if out is not None else sys.stderr, log=log)
+    elif dry_run or report_only(settings):
+        chosen = DryRunBackend(out=out if out is not None else sys.stderr, reader=real, log=log)
+    else:
+        chosen = real
+    # How Extra is written travels with the backend (apply_features reads it),
+    # so no caller has to thread the setting through.
+    chosen.extra_format = str(_setting(settings, "slurm.extra_format", "auto") or "auto")  # type: ignore[attr-defined]
+    return chosen
 
 
 # --------------------------------------------------------------------------
@@ -760,7 +765,7 @@ def apply_features(
     verify: bool = False,
     manage: Sequence[str] = GCM_FEATURES,
     stamp: Optional[str] = None,
-    extra_format: str = "auto",
+    extra_format: Optional[str] = None,
 ) -> FeatureOutcome:
     """Publish ``gcm_features`` (e.g. ["gcm_ok"]) and ``extra`` on transitions.
 
@@ -798,7 +803,8 @@ def apply_features(
     active = merge_features(info.active_features, want, managed)
     ours = extra if extra is not None else (rec or {}).get("extra") or ""
     # Only our own segment changes; an admin's text in Extra is kept.
-    extra_value = merge_extra(info.extra, ours, extra_format)
+    fmt = extra_format or getattr(backend, "extra_format", None) or "auto"  # slurm.extra_format
+    extra_value = merge_extra(info.extra, ours, fmt)
     try:
         if hasattr(backend, "set_features_and_extra"):
             backend.set_features_and_extra(node, available, active, extra_value)  # type: ignore[attr-defined]

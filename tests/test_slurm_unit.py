@@ -447,3 +447,16 @@ def test_json_extra_written_through_the_features_call(tmp_path):
     import json as _json
 
     assert _json.loads(be.nodes["n1"].extra) == {"rack": "12", "gcm_health": "ok", "gcm_health_at": "2026-11-30T02:00:00Z"}
+
+
+def test_extra_format_setting_travels_with_the_backend(tmp_path):
+    be = slurm.backend_from_settings({"slurm.extra_format": "json", "slurm.scontrol": _fake_scontrol(tmp_path, "exit 0\n")},
+                                     dry_run=True, out=io.StringIO())
+    assert be.extra_format == "json"
+    mem = MemoryBackend({"n1": NodeInfo("n1", "IDLE")})
+    mem.extra_format = be.extra_format  # what apply_features reads from any backend
+    slurm.apply_features(mem, "n1", ["gcm_ok"], "gcm ok 2026-11-30T02:00:00Z", state_dir=str(tmp_path))
+    import json as _json
+
+    assert _json.loads(mem.nodes["n1"].extra)["gcm_health"] == "ok"
+    assert slurm.backend_from_settings({"slurm.scontrol": "/nonexistent"}, out=io.StringIO()).extra_format == "auto"

@@ -102,8 +102,7 @@ def _drain_events(actions: Dict[str, Any], node: str) -> List[Any]:
 
 
 def decide_and_apply(backend: Any, node: str, results: List[Any], *, state_dir: str, log: Any,
-                     resume_on_pass: bool = True, verify_features: bool = False,
-                     extra_format: str = "auto") -> Dict[str, Any]:
+                     resume_on_pass: bool = True, verify_features: bool = False) -> Dict[str, Any]:
     """All of health mode's Slurm side effects; returns what was done, for the log and --json."""
     from gcm_checks import slurm
     from gcm_checks.result import Status, first_failure
@@ -126,7 +125,7 @@ def decide_and_apply(backend: Any, node: str, results: List[Any], *, state_dir: 
         stale = rec is None or (time.time() - float(rec.get("time") or 0)) > FEATURE_VERIFY_S
         out_f = slurm.apply_features(backend, node, want, slurm.summary_extra(status, failing), state_dir=state_dir,
                                      log=log, verify=verify_features or stale, manage=("gcm_ok", "gcm_degraded"),
-                                     stamp=slurm.conf_stamp(), extra_format=extra_format)
+                                     stamp=slurm.conf_stamp())
         if out_f.action != "unchanged":
             actions["features"] = {"action": out_f.action, "features": list(out_f.features), "detail": out_f.detail}
     return actions
@@ -155,8 +154,7 @@ def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float
                                           out=sys.stderr if args.json else sys.stdout, log=log)
     resume = bool(settings.get("slurm.resume_on_pass", True)) and not args.no_resume
     actions = decide_and_apply(backend, node, results, state_dir=str(ctx.state_dir), log=log,
-                               resume_on_pass=resume, verify_features=args.reapply,
-                               extra_format=str(settings.get("slurm.extra_format", "auto") or "auto"))
+                               resume_on_pass=resume, verify_features=args.reapply)
     log.info("done", verdict=v.value, duration_s=round(time.monotonic() - t0, 4), actions=actions)
     if not getattr(args, "dry_run", False):
         housekeeping(settings, node, log)

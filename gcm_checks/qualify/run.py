@@ -166,7 +166,6 @@ def publish(outcome: QualifyOutcome, settings: Any, *, state_dir: str, dry_run: 
         return ("report-only: would drain" if fail else f"report-only: would set {QUALIFIED_FEATURE}"), reason
     backend = slurm.backend_from_settings(settings, dry_run=dry_run, out=out, log=log)
     manage = (QUALIFIED_FEATURE,)
-    fmt = str((settings.get("slurm.extra_format", "auto") if hasattr(settings, "get") else "auto") or "auto")
     if fail is not None:
         d = slurm.apply_drain(backend, node, reason or "", state_dir=state_dir, log=log, check=fail.check)
         try:
@@ -179,10 +178,10 @@ def publish(outcome: QualifyOutcome, settings: Any, *, state_dir: str, dry_run: 
             # --constraint=gcm_qualified.
             failing = sorted({r.check for r in outcome.results if r.status is Status.FAIL})
             slurm.apply_features(backend, node, [], slurm.summary_extra("qualify-failed", failing, outcome.finished),
-                                 log=log, verify=True, manage=manage, extra_format=fmt)
+                                 log=log, verify=True, manage=manage)
         return d.action, d.reason
     f = slurm.apply_features(backend, node, [QUALIFIED_FEATURE], slurm.summary_extra("qualified", (), outcome.finished),
-                             log=log, verify=True, manage=manage, extra_format=fmt)
+                             log=log, verify=True, manage=manage)
     action = {"applied": f"set {QUALIFIED_FEATURE}", "reapplied": f"set {QUALIFIED_FEATURE}",
               "unchanged": f"{QUALIFIED_FEATURE} already set"}.get(f.action, f"error: {f.detail}")
     if isinstance(backend, slurm.DryRunBackend):
