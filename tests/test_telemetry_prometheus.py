@@ -137,3 +137,13 @@ def test_export_never_raises(tmp_path):
     # Garbage in (a result without a status) is still not an exception.
     out = telemetry.export([object()], settings, mode="prolog", node="n")
     assert out["telemetry"].startswith("error: ")
+
+
+def test_an_undeclared_gauge_still_lands_in_the_run_file(tmp_path):
+    # A caller may add a decision gauge without declaring it in model.METRICS:
+    # it goes to the mode's file, never breaks the write.
+    samples, _ = model.build(RESULTS[:1], mode="health", node="n", when=1.0)
+    samples.append(model.Sample("gcm_some_new_gauge", (("mode", "health"), ("node", "n")), 1.0))
+    prometheus.write(str(tmp_path), "health", samples)
+    fams = _parse((tmp_path / "gcm_checks_health.prom").read_text())
+    assert _samples(fams["gcm_some_new_gauge"]) == [({"mode": "health", "node": "n"}, 1.0)]

@@ -103,6 +103,13 @@ METRICS: Dict[str, Metric] = {m.name: m for m in (
 )}
 HELP = {name: m.help for name, m in METRICS.items()}
 
+
+def spec(name: str) -> Metric:
+    """The declared metric, or - for a gauge some caller adds without
+    declaring it here - a run-file gauge named the same in OTLP."""
+    m = METRICS.get(name)
+    return m if m is not None else Metric(name, name, "{state}", HELP.get(name, name), "run")
+
 # Prometheus label -> OTLP attribute: namespaced (OpenTelemetry attribute
 # naming), ``node`` goes to the resource (host.name, service.instance.id).
 ATTRIBUTE = {
@@ -138,7 +145,7 @@ class Sample:
 
     @property
     def metric(self) -> Metric:
-        return METRICS[self.name]
+        return spec(self.name)
 
 
 @dataclass(frozen=True)

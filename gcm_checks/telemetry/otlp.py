@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
-from gcm_checks.telemetry.model import METRICS, LogEvent, Sample, attributes
+from gcm_checks.telemetry.model import LogEvent, Sample, attributes, spec
 
 SEVERITY_NUMBER = {"info": 9, "warn": 13, "unknown": 13, "fail": 17}  # OTLP INFO, WARN, ERROR
 
@@ -98,10 +98,10 @@ def _export_metrics(samples: List[Sample], resource: Any, endpoint: str, timeout
     for s in samples:
         by_name.setdefault(s.name, []).append(s)
     for name, group in by_name.items():
-        spec = METRICS[name]
+        m = spec(name)
         obs = [Observation(s.value, attributes(s.labels)) for s in group]
-        meter.create_observable_gauge(spec.otlp, callbacks=[lambda _opts, obs=obs: obs], unit=spec.unit,
-                                      description=spec.help)
+        meter.create_observable_gauge(m.otlp, callbacks=[lambda _opts, obs=obs: obs], unit=m.unit,
+                                      description=m.help)
     # shutdown() collects and exports once more; force_flush() first would
     # send every point twice.
     provider.shutdown(timeout_millis=int(timeout * 1000))

@@ -22,7 +22,7 @@ import os
 import re
 from typing import Dict, Iterable, List, Optional
 
-from gcm_checks.telemetry.model import HELP, METRICS, Sample
+from gcm_checks.telemetry.model import HELP, Sample, spec
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -84,7 +84,7 @@ def write(directory: str, mode: str, samples: Iterable[Sample], *, groups: Itera
     directory = os.path.expanduser(directory)
     by_group: Dict[str, List[Sample]] = {g: [] for g in groups}
     for s in samples:
-        by_group.setdefault(METRICS[s.name].file, []).append(s)
+        by_group.setdefault(spec(s.name).file, []).append(s)
     written = []
     for group, group_samples in by_group.items():
         path = file_for(directory, mode, group, job_id)
