@@ -122,3 +122,33 @@ def test_window_start_lands_on_a_line_start_before_the_target(tmp_path):
                 break
             exact += len(raw)
     assert 0 < exact - off <= logseek.MIN_SPAN
+
+
+def test_a_window_in_the_middle_skips_both_ends(tmp_path):
+    log = tmp_path / "kern.log"
+    xids = write_log(log, "iso", days=30)
+    size = log.stat().st_size
+    since, until = T0 + 12 * DAY, T0 + 13 * DAY
+    got, cov = events(log, since, until)
+    want = [t for t in xids if since <= t <= until]
+    assert len(got) == len(want) > 0 and all(abs(a - b) < 1e-3 for a, b in zip(got, want))
+    # Read: about one day of thirty, plus the margins and the bisection's slack.
+    assert cov.skipped_bytes > 0.85 * size
+
+
+def test_until_alone_bounds_the_read(tmp_path):
+    log = tmp_path / "kern.log"
+    xids = write_log(log, "iso", days=10)
+    got, cov = events(log, None, T0 + 2 * DAY)
+    assert len(got) == len([t for t in xids if t <= T0 + 2 * DAY])
+    assert cov.skipped_bytes > 0.6 * log.stat().st_size
+
+
+def test_bounded_reader_stops_at_its_limit(tmp_path):
+    p = tmp_path / "f"
+    p.write_bytes(b"0123456789")
+    with open(p, "rb", buffering=0) as f:
+        b = logseek.Bounded(f, 4)
+        buf = bytearray(8)
+        assert b.readinto(buf) == 4 and bytes(buf[:4]) == b"0123"
+        assert b.readinto(buf) == 0 and b.read() == b""

@@ -139,9 +139,10 @@ def bench(size_mib: int = 1024, keep: bool = False) -> dict:
 
 
 def bench_window(size_mib: int = 1024, days: int = 30) -> dict:
-    """A 1-day window at the end of a ``days``-day, time-sorted log: the
-    scan seeks to the window (gcm_checks/logseek.py) instead of reading
-    the whole file. Same events as a full read filtered to the window."""
+    """A 1-day window at the end (and one in the middle) of a ``days``-day,
+    time-sorted log: the scan seeks to the window's start and stops at its
+    end (gcm_checks/logseek.py) instead of reading the whole file. Same
+    events as a full read filtered to the window."""
     tmp = Path(tempfile.mkdtemp(prefix="gcm-xid-window-"))
     try:
         log = tmp / "kern.log"
@@ -155,12 +156,15 @@ def bench_window(size_mib: int = 1024, days: int = 30) -> dict:
         # The cost before this change: the same window over the whole file
         # (a window that starts before the file does: nothing to skip).
         full_s, f = _best_of(base + ["--since", "@%d" % (T0 - 86400), "--until", "@%d" % end])
+        mid = T0 + (end - T0) / 2
+        mid_s, m = _best_of(base + ["--since", "@%d" % mid, "--until", "@%d" % (mid + 86400)])
         win_events = json.loads(w.stdout)["events"]
         all_events = json.loads(f.stdout)["events"]
         in_window = [e for e in all_events if e.get("time") and e["time"] >= _iso_at(end - 86400)]
         return {"file_mib": round(size / 2**20), "days": round((end - T0) / 86400, 1), "window_days": 1,
                 "window_scan_s": round(win_s, 3), "whole_file_scan_s": round(full_s, 3),
                 "speedup": round(full_s / win_s, 1), "window_events": len(win_events),
+                "middle_day_scan_s": round(mid_s, 3), "middle_day_events": len(json.loads(m.stdout)["events"]),
                 "same_events_as_full_read": len(win_events) == len(in_window),
                 "peak_rss_mb": round(int(w.stderr.split("MAXRSS_KB=")[1].split()[0]) / 1024, 1)}
     finally:
