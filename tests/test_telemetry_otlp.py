@@ -203,3 +203,33 @@ def test_hardware_series_units_and_a_job_report_record():
     assert rep.time_unix_nano == 1_796_000_400 * 10**9  # the report's own time, not the export's
     drain = _attrs(records["gcm.node.drain"].attributes)
     assert drain["gcm.slurm.action"] == "drain:drained" and drain["gcm.drain.reason"] == "gcm: xid 79"
+
+
+def test_health_process_sends_hardware_metrics_to_a_collector(tmp_path):
+    """The real `gcm-checks health` process, simulated node, real receiver:
+    the hardware series arrive over OTLP with the node as the instance."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    with Receiver() as rx:
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(f"log_path: {tmp_path}/log.jsonl\nstate_dir: {tmp_path}/state\nbudget_s: 8\ngpu: {{count: 8}}\n"
+                       f"telemetry: {{otlp_endpoint: '{rx.url}'}}\n")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
+        env["SLURMD_NODENAME"] = "gpu042"
+        p = subprocess.run([sys.executable, "-m", "gcm_checks", "health", "--config", str(cfg), "--sim", "gpu-lost",
+                            "--dry-run"], capture_output=True, text=True, env=env, timeout=90, cwd=str(repo))
+        assert p.returncode in (0, 1, 100), p.stderr
+    (rm,) = rx.metrics[0][1].resource_metrics
+    assert _attrs(rm.resource.attributes)["service.instance.id"] == "gpu042"
+    metrics = {m.name: m for sm in rm.scope_metrics for m in sm.metrics}
+    up = {_attrs(d.attributes)["gcm.gpu.index"]: d.as_double for d in metrics["gcm.gpu.up"].gauge.data_points}
+    assert up["3"] == 0.0 and up["0"] == 1.0
+    assert {"gcm.gpu.temperature", "gcm.gpu.power", "gcm.gpu.sm_clock", "gcm.ib.port.counter",
+            "gcm.run.duration"} <= set(metrics)
+    records = [lr for _, r in rx.logs for rl in r.resource_logs for sl in rl.scope_logs for lr in sl.log_records]
+    fails = [_attrs(lr.attributes) for lr in records if lr.severity_text == "FAIL"]
+    assert any(a.get("gcm.gpu.index") == "3" and a["gcm.mode"] == "health" for a in fails)
