@@ -233,3 +233,31 @@ def test_health_process_sends_hardware_metrics_to_a_collector(tmp_path):
     records = [lr for _, r in rx.logs for rl in r.resource_logs for sl in rl.scope_logs for lr in sl.log_records]
     fails = [_attrs(lr.attributes) for lr in records if lr.severity_text == "FAIL"]
     assert any(a.get("gcm.gpu.index") == "3" and a["gcm.mode"] == "health" for a in fails)
+
+
+def test_epilog_process_exports_its_job_report_as_a_log_record(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    with Receiver() as rx:
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(f"log_path: {tmp_path}/log.jsonl\nstate_dir: {tmp_path}/state\nbudget_s: 8\ngpu: {{count: 8}}\n"
+                       f"report: {{spool_dir: {tmp_path}/spool, report_dir: {tmp_path}/reports}}\n"
+                       f"notify: {{outbox_dir: {tmp_path}/outbox}}\nepilog: {{query_job: false}}\n"
+                       f"telemetry: {{otlp_endpoint: '{rx.url}'}}\n")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
+        env.update({"SLURMD_NODENAME": "node1", "SLURM_JOB_ID": "4711", "SLURM_JOB_USER": "root", "SLURM_JOB_UID": "0",
+                    "SLURM_JOB_GID": "0", "SLURM_JOB_NODELIST": "node1", "SLURM_JOB_PARTITION": "gpu",
+                    "SLURM_JOB_EXIT_CODE2": "3:0", "SLURM_JOB_EXIT_CODE": "768", "SLURM_JOB_DERIVED_EC": "0"})
+        p = subprocess.run([sys.executable, "-m", "gcm_checks", "epilog", "--config", str(cfg), "--sim", "healthy",
+                            "--dry-run"], capture_output=True, text=True, env=env, timeout=90, cwd=str(repo))
+        assert p.returncode == 0, p.stderr
+    records = [lr for _, r in rx.logs for rl in r.resource_logs for sl in rl.scope_logs for lr in sl.log_records]
+    reports = [lr for lr in records if _attrs(lr.attributes).get("event.name") == "gcm.job.report"]
+    assert len(reports) == 1, [_attrs(lr.attributes) for lr in records]
+    a = _attrs(reports[0].attributes)
+    assert a["gcm.job.id"] == "4711" and a["gcm.job.partition"] == "gpu" and a["gcm.job.exit_status"] == "3:0"
+    assert reports[0].body.string_value.startswith("job 4711 ")
