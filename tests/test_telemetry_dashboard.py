@@ -101,3 +101,18 @@ def test_grid_positions_do_not_overlap():
 def test_every_series_has_node(node_labels):
     for name, labels in _labels_by_metric().items():
         assert node_labels <= labels, name
+
+
+@pytest.mark.skipif(__import__("shutil").which("promtool") is None,
+                    reason="promtool not installed (Debian package prometheus)")
+def test_every_dashboard_query_is_valid_promql(tmp_path):
+    import subprocess
+
+    import yaml
+
+    rules = [{"record": f"gcm:dashboard_{i}", "expr": expr.replace("$node", ".*")}
+             for i, (_, expr) in enumerate(_exprs()) if "label_values" not in expr]
+    f = tmp_path / "rules.yml"
+    f.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}))
+    p = subprocess.run(["promtool", "check", "rules", str(f)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr

@@ -1,11 +1,15 @@
 """Draw docs/grafana/gcm-checks-dashboard.json over simulated data, to PNG.
 
 Grafana cannot be installed on the machine this was made on (no network
-beyond package registries), so this is NOT a Grafana screenshot. It is a
-stand-in that reads the dashboard JSON (panel titles, types, grid positions,
-units) and draws each panel with matplotlib, evaluating each panel's PromQL
-with a small Python equivalent (``QUERIES`` below, one per panel, checked
-against the JSON's expressions by tests/test_telemetry_dashboard.py).
+beyond package registries), so this is NOT a Grafana screenshot. It reads
+the dashboard JSON (panel titles, types, grid positions, units, queries) and
+draws each panel with matplotlib.
+
+The numbers: each panel's own PromQL, evaluated by a real Prometheus (Debian's
+``prometheus`` 2.42: the simulated history is backfilled with ``promtool tsdb
+create-blocks-from openmetrics`` and queried over HTTP, ``$node`` = all). Where
+Prometheus is not installed, small Python stand-ins (``QUERIES``) compute the
+same thing; ``render.py python`` forces them.
 
 The data is simulated through gcm-checks' own code path: for each node and
 each 5-minute step the simulated NVML (gcm_checks.sim.fake_nvml) is gathered
@@ -13,7 +17,7 @@ with the production adapter (``gather.nvml.gather(extended=True)``), judged
 by the real registered GPU checks, and turned into series by
 ``gcm_checks.telemetry`` - exactly what a health run writes to the textfile.
 
-    pip install matplotlib && python docs/grafana/render.py   # -> docs/grafana/dashboard.png
+    pip install matplotlib && python docs/grafana/render.py [auto|prometheus|python]
 """
 
 from __future__ import annotations
@@ -49,9 +53,16 @@ DB = Dict[Tuple[str, Labels], List[Tuple[float, float]]]
 # Simulation: a 12-hour day of 8 nodes, with the incidents the dashboard is for
 
 
+def _slot(h: float) -> int:
+    # Jobs change at 01:30, 04:30, ... (not at the picture's last instant:
+    # backfilled history has no staleness markers, so a series that ended
+    # within 5 minutes would still count there).
+    return int((h + 1.5) // 3)
+
+
 def _gpu_state(node: str, gpu: int, t: float, rng: random.Random) -> dict:
     h = (t - (T_END - HOURS * 3600)) / 3600.0
-    busy = (int(h // 3) + NODES.index(node)) % 4 != 3  # jobs of ~3 h, some idle gaps
+    busy = (_slot(h) + NODES.index(node)) % 4 != 3  # jobs of ~3 h, some idle gaps
     temp = (62 + 8 * math.sin(h + gpu) + rng.gauss(0, 1.2)) if busy else 33 + rng.gauss(0, 0.5)
     power = (560 + 60 * math.sin(h * 1.3 + gpu) + rng.gauss(0, 15)) if busy else 72 + rng.gauss(0, 2)
     clock = 1980 if busy else 345
@@ -112,9 +123,9 @@ def simulate() -> Tuple[DB, float]:
                 ep, _ = model.build([], mode="epilog", node=node, when=t,
                                     xids=[{"xid": 79, "gpu_index": 6, "severity": "fail"}], duration_s=41.0)
                 samples += [s for s in ep if s.name in ("gcm_xid_events", "gcm_run_duration_seconds")]
-            busy = (int(h // 3) + NODES.index(node)) % 4 != 3
+            busy = (_slot(h) + NODES.index(node)) % 4 != 3
             if busy and not drained:
-                job = str(700000 + int(h // 3) * 10 + NODES.index(node))
+                job = str(700000 + _slot(h) * 10 + NODES.index(node))
                 samples += [model.Sample("gcm_job_info", model.labels(node=node, job=job, gpu=str(i)), 1.0)
                             for i in range(8)]
             for s in samples:
@@ -252,6 +263,133 @@ QUERIES: Dict[str, Callable[[DB], object]] = {
 
 
 # --------------------------------------------------------------------------
+# The panels' own PromQL, evaluated by a real Prometheus (when installed)
+
+
+def _openmetrics(db: DB) -> str:
+    """The simulated history as OpenMetrics text, for promtool's backfill."""
+    from gcm_checks.telemetry.prometheus import escape_label
+
+    by_name: Dict[str, List[Tuple[Labels, List[Tuple[float, float]]]]] = defaultdict(list)
+    for (name, lb), pts in db.items():
+        by_name[name].append((lb, pts))
+    out: List[str] = []
+    for name in sorted(by_name):
+        out.append(f"# TYPE {name} gauge")
+        for lb, pts in by_name[name]:
+            labels = ",".join(f'{k}="{escape_label(v)}"' for k, v in lb if v != "")
+            for t, v in pts:
+                out.append(f"{name}{{{labels}}} {v!r} {t:.3f}")
+    out.append("# EOF")
+    return "\n".join(out) + "\n"
+
+
+class Prometheus:
+    """A throwaway Prometheus over the simulated history (promtool backfill)."""
+
+    def __init__(self, db: DB) -> None:
+        import shutil
+        import socket
+        import subprocess
+        import tempfile
+
+        self.dir = tempfile.mkdtemp(prefix="gcm-dash-prom-")
+        om = os.path.join(self.dir, "history.om")
+        with open(om, "w") as f:
+            f.write(_openmetrics(db))
+        data = os.path.join(self.dir, "data")
+        subprocess.run([shutil.which("promtool") or "promtool", "tsdb", "create-blocks-from", "openmetrics", om, data],
+                       check=True, capture_output=True, timeout=300)
+        conf = os.path.join(self.dir, "prometheus.yml")
+        with open(conf, "w") as f:
+            f.write("global: {}\n")
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        sock.close()
+        self.proc = subprocess.Popen([shutil.which("prometheus") or "prometheus", f"--config.file={conf}",
+                                      f"--storage.tsdb.path={data}", "--storage.tsdb.retention.time=100y",
+                                      f"--web.listen-address=127.0.0.1:{self.port}"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        import time as _time
+
+        end = _time.monotonic() + 60
+        while _time.monotonic() < end:
+            try:
+                self._get("/-/ready", {})
+                return
+            except OSError:
+                _time.sleep(0.2)
+        raise RuntimeError("prometheus did not start")
+
+    def _get(self, path: str, params: Dict[str, str]) -> dict:
+        import urllib.error
+        import urllib.parse
+        import urllib.request
+
+        url = f"http://127.0.0.1:{self.port}{path}" + ("?" + urllib.parse.urlencode(params) if params else "")
+        try:
+            with urllib.request.urlopen(url, timeout=30) as r:
+                body = r.read()
+        except urllib.error.HTTPError as e:  # 400/422: a bad query; say which
+            raise ValueError(f"{params.get('query')}: {e.read().decode()[:300]}") from None
+        return json.loads(body) if path.startswith("/api") else {}
+
+    def instant(self, expr: str) -> list:
+        doc = self._get("/api/v1/query", {"query": expr, "time": str(T_END)})
+        if doc.get("status") != "success":
+            raise ValueError(f"{expr}: {doc}")
+        return doc["data"]["result"]
+
+    def range(self, expr: str) -> list:
+        doc = self._get("/api/v1/query_range", {"query": expr, "start": str(T_END - HOURS * 3600), "end": str(T_END),
+                                                 "step": str(int(STEP))})
+        if doc.get("status") != "success":
+            raise ValueError(f"{expr}: {doc}")
+        return doc["data"]["result"]
+
+    def close(self) -> None:
+        import shutil
+
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except Exception:  # noqa: BLE001
+            self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _expr(target: dict) -> str:
+    return target["expr"].replace('=~"$node"', '=~".*"')
+
+
+def prometheus_values(dash: dict, prom: "Prometheus") -> Dict[str, object]:
+    """Each panel's value in the shapes the drawing takes, from its PromQL."""
+    out: Dict[str, object] = {}
+    for p in dash["panels"]:
+        exprs = [_expr(t) for t in p["targets"]]
+        if p["type"] == "stat":
+            out[p["title"]] = int(sum(float(r["value"][1]) for r in prom.instant(exprs[0])))
+        elif p["type"] == "bargauge":
+            out[p["title"]] = {r["metric"].get("check", ""): float(r["value"][1]) for r in prom.instant(exprs[0])}
+        elif p["type"] == "table":
+            out[p["title"]] = [(float(r["value"][1]), r["metric"].get("node", ""), r["metric"].get("gpu", ""),
+                                r["metric"].get("job", "")) for r in prom.instant(exprs[0])]
+        else:
+            series: Dict[Labels, List[Tuple[float, float]]] = {}
+            steps = [T_END - HOURS * 3600 + k * STEP for k in range(int(HOURS * 3600 / STEP) + 1)]
+            for e in exprs:
+                for r in prom.range(e):
+                    have = {float(t): float(v) for t, v in r["values"]}
+                    lb = tuple(sorted(r["metric"].items()))
+                    # Gaps (a filtered-out or absent sample) stay gaps, as in Grafana.
+                    scale = 1e-6 if p["fieldConfig"]["defaults"].get("unit") == "hertz" else 1.0
+                    series[lb] = [(t, have[t] * scale if t in have else float("nan")) for t in steps]
+            out[p["title"]] = series
+    return out
+
+
+# --------------------------------------------------------------------------
 # Drawing
 
 
@@ -272,7 +410,7 @@ PALETTE = ["#73bf69", "#f2cc0c", "#8ab8ff", "#ff780a", "#f2495c", "#5794f2", "#b
            "#c4162a", "#1f60c4", "#8f3bb8"]
 
 
-def render(dashboard_path: str, out_path: str) -> None:
+def render(dashboard_path: str, out_path: str, engine: str = "auto") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -282,13 +420,25 @@ def render(dashboard_path: str, out_path: str) -> None:
 
     dash = json.load(open(dashboard_path))
     db, _ = simulate()
+    import shutil
+
+    if engine == "prometheus" or (engine == "auto" and shutil.which("prometheus") and shutil.which("promtool")):
+        prom = Prometheus(db)
+        try:
+            values = prometheus_values(dash, prom)
+        finally:
+            prom.close()
+        how = "queries evaluated by Prometheus"
+    else:
+        values = {p["title"]: QUERIES[p["title"]](db) for p in dash["panels"]}
+        how = "queries evaluated by Python stand-ins"
     rows = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in dash["panels"])
     unit_px = 0.55  # inches per grid row
     fig = plt.figure(figsize=(20, rows * unit_px + 1.0), facecolor=BG)
     top = 1 - 0.9 / (rows * unit_px + 1.0)
     fig.text(0.01, top + 0.35 * (1 - top), f"{dash['title']}   -   node: All   -   last 12 h, "
              "2026-11-30 00:00-12:00 UTC", color=TEXT, fontsize=13, weight="bold")
-    fig.text(0.99, top + 0.35 * (1 - top), "SIMULATED DATA - drawn by docs/grafana/render.py, not by Grafana",
+    fig.text(0.99, top + 0.35 * (1 - top), f"SIMULATED DATA - {how}, drawn by docs/grafana/render.py (not Grafana)",
              color="#ff780a", fontsize=10, ha="right")
     for p in dash["panels"]:
         g = p["gridPos"]
@@ -301,7 +451,7 @@ def render(dashboard_path: str, out_path: str) -> None:
             side.set_color(GRID)
         ax.set_title(p["title"], color=TEXT, fontsize=9, loc="left", pad=3)
         ax.tick_params(colors=TEXT, labelsize=7)
-        value = QUERIES[p["title"]](db)
+        value = values[p["title"]]
         legend = p["targets"][0].get("legendFormat", "")
         if p["type"] == "stat":
             ax.set_xticks([])
@@ -349,5 +499,6 @@ def render(dashboard_path: str, out_path: str) -> None:
 
 
 if __name__ == "__main__":
-    render(os.path.join(HERE, "gcm-checks-dashboard.json"), os.path.join(HERE, "dashboard.png"))
+    render(os.path.join(HERE, "gcm-checks-dashboard.json"), os.path.join(HERE, "dashboard.png"),
+           engine=sys.argv[1] if len(sys.argv) > 1 else "auto")
     print(os.path.join(HERE, "dashboard.png"))
