@@ -37,6 +37,9 @@ def _labels_by_metric():
                              drained=True, duration_s=1.0, gpu_facts=facts)
     samples += hardware.ib_samples(IbSnapshot("/", "/", True, (), (port,)), "n")
     samples += model.build([], mode="prolog", node="n", when=1.0, job_id="7", job_gpu_list=["0"])[0]
+    # The decision gauges telemetry.export adds beside the build.
+    samples += [model.Sample(name, (("mode", "prolog"), ("node", "n")), 0.0)
+                for name in ("gcm_config_error", "gcm_would_drain", "gcm_drain_braked")]
     out = {}
     for s in samples:
         out.setdefault(s.name, set()).update(k for k, _ in s.labels)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from gcm_checks.accounting.records import JobRecord, fmt_duration, group_rows, parse_exit, parse_time
 from gcm_checks.accounting.settings import AccountingSettings
@@ -356,44 +356,91 @@ def failure_trends(
     since: float,
     until: float,
     partition: Optional[str] = None,
-    fetch: Optional[Callable[..., List[Dict[str, str]]]] = None,
+    fetch: Optional[Callable[..., Iterable[Dict[str, str]]]] = None,
     top: int = 10,
 ) -> Dict[str, Any]:
-    """One sacct call for the whole range; stored reports where present."""
+    """One sacct call for the whole range, streamed; stored reports where present.
+
+    Memory does not grow with the number of rows (issue 17): sacct's output
+    is read line by line (``slurm.sacct_stream``), grouped per job as it
+    comes (``records.iter_records``), and each run is folded into the
+    aggregate at once. Node lists are expanded only for the failures that
+    count against nodes (``trends.aggregate``).
+    """
     from gcm_checks import slurm
     from gcm_checks.accounting import trends
     from gcm_checks.accounting.judge import classify_run
-    from gcm_checks.accounting.records import ended_between
+    from gcm_checks.accounting.records import SacctNotes, iter_records
     from gcm_checks.accounting.refine import find_report
-    from gcm_checks.hostlist import expand
 
     acc = AccountingSettings.coerce(settings)
+    notes = SacctNotes()
     if fetch is None:
-        def fetch(**kw: Any) -> List[Dict[str, str]]:
-            return slurm.sacct_rows(sacct=acc.sacct, timeout=acc.timeout_s, **kw)
+        def fetch(**kw: Any) -> Iterable[Dict[str, str]]:
+            return slurm.sacct_stream(sacct=acc.sacct, timeout=acc.timeout_s, notes=notes, **kw)
     rows = fetch(since=since, until=until, partition=partition)
-    records = group_rows(rows)
-    ends: Dict[str, List[float]] = {}
-    for r in records:
-        if r.end is not None and not r.placeholder:
-            ends.setdefault(r.job_id, []).append(r.end)
-    runs = []
-    for rec in ended_between(records, since, until):
-        if rec.placeholder:
-            continue
-        siblings = [e for e in ends.get(rec.job_id, []) if e != rec.end]
-        report = find_report(settings, rec, siblings)[0] if settings is not None else None
-        c = trends.classify_for_trends(rec, report, classify_run)
-        try:
-            nodes = expand(rec.nodes) if rec.nodes else []
-        except Exception:  # noqa: BLE001 - an odd hostlist must not lose the run
-            nodes = [rec.nodes]
-        failed = rec.failed or bool(report and (report.get("outcome") or {}).get("failed"))
-        runs.append(dict(c, key=rec.key, nodes=nodes, failed=failed, partition=rec.partition))
-    doc = trends.aggregate(runs, top=top)
+    stored = _stored_report_keys(settings) if settings is not None else set()
+    by_fields: Dict[Tuple[Any, ...], Dict[str, Any]] = {}
+
+    def from_sacct(rec: Any) -> Dict[str, Any]:
+        # Without a report the verdict depends on these fields alone (judge.classify_run):
+        # a week has a few hundred distinct combinations, not a million.
+        k = (rec.state_raw or rec.state, rec.exit_code, rec.signal, rec.derived_exit_code, rec.reason,
+             rec.requeued, bool(rec.failed_steps))
+        c = by_fields.get(k)
+        if c is None:
+            c = trends.classify_for_trends(rec, None, classify_run)
+            if len(by_fields) < 10_000:
+                by_fields[k] = c
+        return c
+
+    def runs() -> Iterable[Dict[str, Any]]:
+        for group in iter_records(rows, notes=notes):
+            ends = [r.end for r in group if r.end is not None and not r.placeholder]
+            for rec in group:
+                # ended_between, less the placeholders (not final: the next pass counts them)
+                if rec.placeholder or not rec.final or rec.end is None or not since <= rec.end <= until:
+                    continue
+                siblings = [e for e in ends if e != rec.end]
+                report = None
+                if stored and _may_have_report(rec, stored):
+                    report = find_report(settings, rec, siblings)[0]
+                failed = rec.failed or bool(report and (report.get("outcome") or {}).get("failed"))
+                # Only failures are categorised (aggregate counts the rest): classifying a
+                # million successes is most of the time and tells nothing.
+                if not failed:
+                    c: Dict[str, Any] = {}
+                elif report is not None:
+                    c = trends.classify_for_trends(rec, report, classify_run)
+                else:
+                    c = from_sacct(rec)
+                yield dict(c, key=rec.key, nodes_expr=rec.nodes, failed=failed, partition=rec.partition)
+
+    doc = trends.aggregate(runs(), top=top)
     doc["window"] = {"since": _iso_local(since), "until": _iso_local(until), "partition": partition or ""}
     doc["sacct_calls"] = 1
+    doc["notes"] = notes.to_list()
+    doc["sacct"] = notes.to_dict()
     return doc
+
+
+def _stored_report_keys(settings: Any) -> set:
+    """Names of the report directories on this machine, read once: a run
+    whose keys are not among them has no report, without three opens per run."""
+    from gcm_checks.report.model import ReportSettings
+
+    try:
+        with os.scandir(ReportSettings.coerce(_plain(settings)).report_dir) as it:
+            return {e.name for e in it}
+    except OSError:
+        return set()
+
+
+def _may_have_report(rec: Any, stored: set) -> bool:
+    from gcm_checks.report.spool import safe_name
+
+    keys = [rec.key, rec.job_id] + [f"{rec.job_id}.{i}" for i in range(1, max(rec.runs, rec.run + 1) + 1)]
+    return any(safe_name(k) in stored for k in keys)
 
 
 def _iso_local(t: float) -> str:

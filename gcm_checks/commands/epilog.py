@@ -6,8 +6,9 @@ epilog none), runs DCGM diagnostics and a fast GPU re-check, and drains on a
 hardware ``fail`` with the prolog's reason format and ownership rules.
 
 Exit status: 0 after draining the node itself - a non-zero epilog makes Slurm
-drain with "Epilog error", hiding our reason - and non-zero only when the node
-should be drained but our drain could not be made, so Slurm drains it anyway.
+drain with "Epilog error", hiding our reason - and 100 (decide.EXIT_DRAIN)
+only when the node should be drained but our drain could not be made, so
+Slurm drains it anyway.
 
 Then, after the verdict is fixed: this node's evidence goes to the job report
 (one report per job, assembled by exactly one node) and notification is handed
@@ -66,14 +67,13 @@ def _parse_slurm_time(text: str) -> Optional[float]:
 
 def first_node(env: Mapping[str, str]) -> Optional[str]:
     """The job's first node (the batch host), from the epilog environment."""
-    from gcm_checks.hostlist import expand
+    from gcm_checks.hostlist import first
 
     expr = env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST") or ""
     try:
-        nodes = expand(expr) if expr else []
+        return first(expr) if expr else None  # never expands the rest
     except ValueError:
-        nodes = []
-    return nodes[0] if nodes else None
+        return None
 
 
 def _show_job(settings: Any, job_id: Optional[str], log: Any, node: str = "", env: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
@@ -102,20 +102,11 @@ def _job_failed(exit_info: Mapping[str, Any], show: Mapping[str, str]) -> bool:
         state in ("FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "TIMEOUT") or reason in ("nonzeroexitcode", "timelimit")
 
 
-# The drain reason names the most telling failure: an XID carries NVIDIA's
-# recommended action, DCGM the failing test; a GPU re-check comes last.
-REASON_PREFERENCE = ("xid.", "dcgm.", "gpu.", "ib.")
-
-
 def drain_worthy(results: List[Any]) -> Optional[Any]:
-    from gcm_checks.result import Status
+    """The failure that names the drain: the decision core's one ranking."""
+    from gcm_checks.decide import pick_failure
 
-    fails = [r for r in results if r.status is Status.FAIL]
-    for prefix in REASON_PREFERENCE:
-        for r in fails:
-            if r.check.startswith(prefix):
-                return r
-    return fails[0] if fails else None
+    return pick_failure(results)
 
 
 def evidence_of(ctx: Any, results: List[Any]) -> Dict[str, Any]:
@@ -128,6 +119,7 @@ def evidence_of(ctx: Any, results: List[Any]) -> Dict[str, Any]:
     return {
         "results": [r.to_dict() for r in results],
         "xids": [e.to_dict() for e in getattr(xid_facts, "events", ())],
+        "sxids": [e.to_dict() for e in getattr(xid_facts, "sxids", ())],  # NVSwitch (issue 18)
         "xid_window": list(ctx.window) if ctx.window else None,
         "dcgm_diag": dcgm_facts.to_dict() if hasattr(dcgm_facts, "to_dict") else None,
         "gpus": [
@@ -188,7 +180,9 @@ def make_classifier(exit_info: Mapping[str, Any], show: Mapping[str, str]):
 def _run(args, settings, node, job_id, log, t0) -> int:
     from gcm_checks import runner
     from gcm_checks.classify import exit_info_from_env
-    from gcm_checks.commands.prolog import _telemetry, drain_for, render, run_checks
+    from gcm_checks.commands.prolog import _telemetry, render, run_checks
+    from gcm_checks.node_action import apply_decision, node_context
+    from gcm_checks.decide import decide, is_would_drain, settle
     from gcm_checks.result import Status
 
     env = os.environ
@@ -210,22 +204,28 @@ def _run(args, settings, node, job_id, log, t0) -> int:
     ctx.job = {"job_id": job_id, "gpus": env.get("SLURM_JOB_GPUS"), **exit_info}
     log.info("job", window_from=window_from, failed=failed_job, state=show.get("JobState"), reason=show.get("Reason"), **exit_info)
 
-    results, v, fail = run_checks(args, "epilog", ctx, log)
-    fail = drain_worthy(results) or fail
-    drain_reason = action = None
-    code = 0
-    if fail is not None:
-        drain_reason, action = drain_for(args, settings, node, ctx, fail, log)
-        # Our drain made (or kept: someone else's drain is already there): 0.
-        # Could not drain at all: non-zero so Slurm drains the node itself.
-        code = 1 if action == "error" else 0
+    results, v, _ = run_checks(args, "epilog", ctx, log)
+    decision = decide(results, "epilog", node_context(args, settings))
+    action = apply_decision(args, settings, node, ctx, decision, log)
+    if action and action.startswith("braked: "):
+        decision = decide(results, "epilog", node_context(args, settings, brake=action[len("braked: "):]))
+        v, action = decision.verdict, "braked"
+    drain_reason = decision.reason
+    # Our drain made (or kept: someone else's drain is already there): 0.
+    # Could not drain at all: EXIT_DRAIN so Slurm drains the node itself.
+    decision = settle(decision, action)
+    code = decision.exit_code
     counts = {s.value: sum(1 for r in results if r.status is s) for s in Status}
     log.info("done", verdict=v.value, counts=counts, duration_s=round(time.monotonic() - t0, 4), action=action)
 
     # --- everything below is after the verdict and cannot change it -------
     evidence = evidence_of(ctx, results)
-    if drain_reason and action in ("drained", "already", "would_drain", "report-only: would drain", "kept_foreign"):
-        evidence["drains"] = [{"node": node, "reason": drain_reason, "action": action}]
+    if drain_reason and (action in ("drained", "already", "kept_foreign") or is_would_drain(action)):
+        # report_only / would_drain tell the report side that the node was
+        # NOT taken out of service: never tell a user "being drained" then.
+        evidence["drains"] = [{"node": node, "reason": drain_reason, "action": action,
+                               "report_only": decision.report_only, "would_drain": is_would_drain(action),
+                               "drained": action in ("drained", "already")}]
     _write_local_evidence(ctx, job_id, node, evidence, log)
     report = None
     if job_id and settings.get("epilog.report") and not getattr(args, "no_report", False):
@@ -239,7 +239,7 @@ def _run(args, settings, node, job_id, log, t0) -> int:
         from gcm_checks.state import forget_job
 
         forget_job(Path(ctx.state_dir), job_id, node)
-    render(args, "epilog", node, results, v, drain_reason, action,
+    render(args, "epilog", node, results, v, drain_reason, action, decision=decision,
            extra={"job_id": job_id, "window": evidence["xid_window"], "xids": evidence["xids"], "report": report})
     return code
 

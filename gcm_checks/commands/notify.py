@@ -78,7 +78,12 @@ def _flush(args: argparse.Namespace, settings: Any) -> int:
             print(f"failed     {f['key']}: {f['error']}")
         for k in s.dead:
             print(f"gave up    {k} (kept in outbox/dead; 'notify retry' to resend)")
+        for q in getattr(s, "quarantined", ()):
+            print(f"quarantined {q['name']}: {q['why']} (moved to outbox/quarantine, never sent)")
         print(f"{len(s.sent)} sent, {len(s.failed)} failed, {pending} pending")
+    if getattr(s, "refused", ""):
+        print(f"gcm-checks notify flush: {s.refused}", file=sys.stderr)
+        return 1
     return 1 if args.strict and pending else 0
 
 

@@ -21,10 +21,11 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from gcm_checks.run import status as st
 from gcm_checks.run.progress import ChunkScanner, Tracker
@@ -340,30 +341,47 @@ class Wrapper:
                 self.state.output_bytes += len(data)
                 if self.state.log_lines is not None:
                     self.state.log_lines += data.count(b"\n")
-                self.scanner.feed(data, time.monotonic(), time.time())
+                self._guard(self.scanner.feed, data, time.monotonic(), time.time())
                 self._dirty = True
                 got += len(data) if fd not in self._ptys else COALESCE_BELOW
             if 0 < got < COALESCE_BELOW and drain_until is None:
                 time.sleep(COALESCE_S)
             now = time.monotonic()
             if now >= next_tick:
-                self._tick(now)
+                self._guard(self._tick, now)
                 next_tick = now + opts.tick_s
         for fd in list(readers):
             _close(fd)
-        self.scanner.flush(time.monotonic(), time.time())
+        self._guard(self.scanner.flush, time.monotonic(), time.time())
         # A NaN printed just before exit, or a stall that ended with the last
         # line, must still reach the report: judge once more. These alerts go
         # out with the exit report, not as separate notices.
-        for alert in self.watchdog.check(self.tracker.snap, time.monotonic(), time.time()):
-            if alert.kind in ("diverged", "resumed"):  # a stall at exit is just the end
-                self.state.alerts.append(alert)
+        self._guard(self._final_alerts)
         rc = self.proc.wait()
         self._reaped = True
         if rc < 0:
             self.state.signal = -rc
             return 128 - rc
         return rc
+
+    def _final_alerts(self) -> None:
+        for alert in self.watchdog.check(self.tracker.snap, time.monotonic(), time.time()):
+            if alert.kind in ("diverged", "resumed"):  # a stall at exit is just the end
+                self.state.alerts.append(alert)
+
+    def _guard(self, fn: Any, *args: Any) -> None:
+        """Progress parsing and periodic work see the child's output: nothing
+        in it (GCM_PROGRESS {"eta_s": Infinity}, absurd numbers, deep JSON)
+        may crash gcm-run, kill the child or change its exit status."""
+        try:
+            fn(*args)
+        except Exception as e:  # noqa: BLE001
+            if not getattr(self, "_guard_error", None):
+                self._guard_error = f"{type(e).__name__}: {e}"[:300]
+                try:
+                    sys.stderr.write(f"gcm-run: progress tracking error ignored ({self._guard_error}); the job goes on\n")
+                except Exception:  # noqa: BLE001
+                    pass
 
     def _poll_child(self) -> bool:
         assert self.proc is not None

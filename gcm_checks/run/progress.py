@@ -104,12 +104,12 @@ def parse_gcm(line: str) -> Optional[ProgressEvent]:
     i = line.find(GCM_MARKER)
     if i < 0:
         return None
-    raw = line[i + len(GCM_MARKER):].strip()
+    raw = line[i + len(GCM_MARKER):].strip()[:65536]
     try:
         # NaN/Infinity are accepted by Python's json: a program that reports
         # NaN loss must be heard, not dropped as a parse error.
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # deep nesting is the child's output, never our crash
         return None
     if not isinstance(data, dict):
         return None
@@ -119,8 +119,17 @@ def parse_gcm(line: str) -> Optional[ProgressEvent]:
         if isinstance(v, bool):
             return None
         if isinstance(v, (int, float)):
-            return float(v)
-        return to_float(v) if isinstance(v, str) else None
+            try:
+                f = float(v)
+            except OverflowError:  # a 400-digit int
+                return None
+        else:
+            f = to_float(v) if isinstance(v, str) else None
+        if f is None or key == "loss":
+            return f  # a NaN/inf loss is news (divergence)
+        # Everything else becomes times, counts and percentages: Infinity
+        # there (GCM_PROGRESS {"eta_s": Infinity}) crashed gcm-run.
+        return f if f == f and abs(f) < 1e15 else None
 
     return ProgressEvent(
         "gcm",

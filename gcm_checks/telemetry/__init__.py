@@ -41,6 +41,7 @@ def export(
     ib_snapshot: Any = None,
     job_gpus: Optional[str] = None,
     log_events: Iterable[Any] = (),
+    gauges: Optional[Dict[str, float]] = None,
 ) -> Dict[str, str]:
     """Send one run to every configured sink (or only those named in
     ``sinks``: "prometheus", "otlp"). Returns {sink: "ok" | error}; never raises."""
@@ -58,6 +59,11 @@ def export(
                                 gpu_facts=gpu_facts, ib_snapshot=ib_snapshot, job_gpu_list=parse_gpus(job_gpus))
         events = list(events) + list(log_events)
         groups = ["run"] + (["gpu"] if gpu_facts is not None else []) + (["ib"] if ib_snapshot is not None else [])
+        from gcm_checks.telemetry.model import Sample
+
+        # Decision gauges (gcm_config_error, gcm_would_drain): what the admin
+        # must see even when nothing was changed on the node.
+        samples.extend(Sample(name, (("mode", mode), ("node", node)), float(v)) for name, v in sorted((gauges or {}).items()))
     except Exception as e:  # noqa: BLE001 - telemetry never breaks a run
         outcome["telemetry"] = f"error: {type(e).__name__}: {e}"
         _log(log, "telemetry", outcome["telemetry"])

@@ -71,8 +71,12 @@ def slurm_action_event(kind: str, action: Mapping[str, Any], node: str) -> Optio
     attrs = {"gcm.slurm.action": f"{kind}:{what}", "gcm.drain.reason": str(action.get("reason") or ""),
              "gcm.drain.previous_reason": str(action.get("previous_reason") or "")}
     body = f"{kind} {what} on {node}" + (f": {action['reason']}" if action.get("reason") else "")
-    return LogEvent("fail" if kind == "drain" else "info", body, {k: v for k, v in attrs.items() if v},
-                    f"gcm.node.{kind}")
+    if action.get("why"):  # the mass-drain brake says why it held back
+        attrs["gcm.drain.brake"] = str(action["why"])
+        body += f" ({action['why']})"
+    # ERROR for a drain in place; a held-back, would-be or refused one is a WARN.
+    severity = "fail" if kind == "drain" and what in ("drained", "already") else ("info" if kind == "resume" else "warn")
+    return LogEvent(severity, body, {k: v for k, v in attrs.items() if v}, f"gcm.node.{kind}")
 
 
 def _epoch(iso: Any) -> Optional[float]:

@@ -79,6 +79,13 @@ METRICS: Dict[str, Metric] = {m.name: m for m in (
        "1 while gcm-checks holds a drain of this node (its own record), 0 when it holds none."),
     _m("gcm_job_info", "gcm.job.info", "{info}", "job",
        "1 while the Slurm job runs on this GPU; join per-GPU series on (node, gpu) to get the job."),
+    # Decision gauges (mode label; the prolog, epilog and health set them).
+    _m("gcm_config_error", "gcm.config_error", "{state}", "run",
+       "1 when the config could not be used and built-in defaults ran in report-only."),
+    _m("gcm_would_drain", "gcm.would_drain", "{state}", "run",
+       "1 when the last run decided a drain it did not make (report-only, broken config, dry run)."),
+    _m("gcm_drain_braked", "gcm.drain_braked", "{state}", "run",
+       "1 when the mass-drain brake held back a drain (suspected cluster-wide cause)."),
     # Hardware: filled by gcm_checks.telemetry.hardware.
     _m("gcm_gpu_up", "gcm.gpu.up", "{state}", "gpu", "1 when the GPU answered NVML, 0 when it is lost or hung."),
     _m("gcm_gpu_temperature_celsius", "gcm.gpu.temperature", "Cel", "gpu", "GPU core temperature."),
