@@ -219,19 +219,28 @@ def _run(args, settings, node, job_id, log, t0) -> int:
     log.info("done", verdict=v.value, counts=counts, duration_s=round(time.monotonic() - t0, 4), action=action)
 
     # --- everything below is after the verdict and cannot change it -------
+    from gcm_checks.state import job_record
+
+    # The prolog's count names this run: a run ended by a requeue already
+    # sees the next count in its epilog environment and in scontrol.
+    restarts = job_record(Path(ctx.state_dir), job_id, node).get("restart_count") if job_id else None
     evidence = evidence_of(ctx, results)
-    if drain_reason and (action in ("drained", "already", "kept_foreign") or is_would_drain(action)):
-        # report_only / would_drain tell the report side that the node was
-        # NOT taken out of service: never tell a user "being drained" then.
-        evidence["drains"] = [{"node": node, "reason": drain_reason, "action": action,
-                               "report_only": decision.report_only, "would_drain": is_would_drain(action),
-                               "drained": action in ("drained", "already")}]
+    try:
+        evidence.update(run_context(settings, env, show, restarts))
+        if exit_info.get("derived_exit_code"):
+            evidence["derived_exit_code"] = int(exit_info["derived_exit_code"])
+        if drain_reason and action:
+            d = drain_evidence(ctx.state_dir, node, drain_reason, action)
+            # The decision core knows report-only and the would-drain spelling.
+            d.update(report_only=decision.report_only, would_drain=is_would_drain(action))
+            evidence["drains"] = [d]
+    except Exception as e:  # noqa: BLE001 - report context is a bonus; the verdict is decided (rule 6)
+        log.warning("report_context_failed", error=f"{type(e).__name__}: {e}")
+        if drain_reason and action:
+            evidence["drains"] = [{"node": node, "reason": drain_reason, "action": action}]
     _write_local_evidence(ctx, job_id, node, evidence, log)
     report = None
     if job_id and settings.get("epilog.report") and not getattr(args, "no_report", False):
-        from gcm_checks.state import job_record
-
-        restarts = job_record(Path(ctx.state_dir), job_id, node).get("restart_count")
         report = _report(settings, node, job_id, show, exit_info, evidence, log, restarts)
     _telemetry(results, settings, node, job_id, "epilog", action, log, xids=evidence["xids"], t0=t0, ctx=ctx,
                log_events=_log_events(report, node, drain_reason, action) if settings.get("telemetry.otlp_endpoint") else ())
@@ -254,16 +263,69 @@ def _write_local_evidence(ctx: Any, job_id: Optional[str], node: str, evidence: 
         log.warning("evidence_not_written", error=str(e))
 
 
-SHARED_SHOW = ("JobState", "Reason", "JobName", "StartTime")
+SHARED_SHOW = ("JobState", "Reason", "JobName", "StartTime", "Partition", "Restarts")
+
+# JobState values of a run that ended in a requeue (the epilog of a run whose
+# prolog failed on another node, or of an `scontrol requeue`).
+_REQUEUED_STATES = ("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "REQUEUE")
 
 
-def job_facts(show: Mapping[str, str]) -> Dict[str, Any]:
+def run_context(settings: Any, env: Mapping[str, str], show: Mapping[str, str],
+                this_run: Optional[int] = None) -> Dict[str, Any]:
+    """Facts about this run the report's outcome needs (report/outcome.py):
+    report-only mode, the job's GPUs on this node, whether Slurm requeued it.
+
+    Slurm 22.05, measured: the epilog of a run whose prolog failed sees
+    JobState=COMPLETING, Reason=None and exit 0 - like a success - but
+    ``Restarts`` is already one more than the count the prolog recorded for
+    this run. That is the requeue."""
+    from gcm_checks import slurm
+
+    out: Dict[str, Any] = {"report_only": bool(slurm.report_only(settings))}
+    gpus = [int(g) for g in (env.get("SLURM_JOB_GPUS") or "").split(",") if g.strip().isdigit()]
+    if gpus:
+        out["job_gpus"] = gpus
+    state = (show.get("JobState") or "").upper()
+    reason = (show.get("Reason") or "").lower()
+    later = show.get("Restarts", "")
+    if state in _REQUEUED_STATES or "requeue" in reason or (
+            this_run is not None and later.isdigit() and int(later) > int(this_run)):
+        out["requeued"] = True
+    return out
+
+
+def drain_evidence(state_dir: Any, node: str, reason: str, action: str) -> Dict[str, Any]:
+    """The drain as Slurm holds it: "already" means an earlier gcm drain (the
+    prolog's) kept its reason, which our local drain record names - no RPC."""
+    from gcm_checks import slurm
+
+    would = action.startswith(("report-only", "would"))
+    d: Dict[str, Any] = {"node": node, "reason": reason, "action": action, "would_drain": would,
+                         "report_only": action.startswith("report-only"), "drained": action in ("drained", "already")}
+    if action == "drained":
+        d["held_reason"] = reason
+    elif action == "already":
+        rec = slurm.drain_record(str(state_dir), node) or {}
+        if rec.get("reason"):
+            d["held_reason"] = rec["reason"]
+    return d
+
+
+def job_facts(show: Mapping[str, str], exit_info: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """JobInfo fields from ``scontrol show job`` (empty when not asked)."""
     facts: Dict[str, Any] = {}
     if show.get("JobName"):
         facts["name"] = show["JobName"]
     if show.get("JobState"):
-        facts["state"] = show["JobState"]
+        from gcm_checks.report.outcome import final_state
+
+        # COMPLETING in the epilog; the Reason and exit status say more.
+        code, sig = _exit_of(show.get("ExitCode", ""))
+        if exit_info:  # the epilog environment's exit status is the job's own
+            code, sig = exit_info.get("exit_code") or code, exit_info.get("signal") or sig
+        facts["state"] = final_state(show["JobState"], show.get("Reason", ""), code, sig)
+    if show.get("Partition"):
+        facts["partition"] = show["Partition"]
     st = _parse_slurm_time(show.get("StartTime", ""))
     if st is not None:
         facts["start"] = st
@@ -280,6 +342,11 @@ def job_facts(show: Mapping[str, str]) -> Dict[str, Any]:
         except ValueError:
             pass
     return facts
+
+
+def _exit_of(text: str) -> Tuple[Optional[int], Optional[int]]:
+    code, _, sig = (text or "").partition(":")
+    return (int(code) if code.isdigit() else None), (int(sig) if sig.isdigit() else None)
 
 
 def dcgm_level_after_failure(settings: Any, budget_s: float, log: Any) -> int:
@@ -322,14 +389,17 @@ def _report(settings: Any, node: str, job_id: str, show: Mapping[str, str], exit
     try:
         from gcm_checks.report import JobInfo, assemble_and_notify
 
-        overrides: Dict[str, Any] = {"end": time.time(), **job_facts(show)}
+        facts = job_facts(show, exit_info)
+        if evidence.get("requeued") and facts.get("state"):
+            facts["state"] = "REQUEUED"  # what sacct will say of this run (COMPLETING here)
+        overrides: Dict[str, Any] = {"end": time.time(), **facts}
         if restart_count is not None:
             # The prolog's count names this run: a run ended by a requeue
             # already sees the next count in its epilog environment.
             overrides["restart_count"] = int(restart_count)
         if show:
             # Shared with the other nodes: only this one asked slurmctld.
-            evidence["job_facts"] = dict(job_facts(show), scontrol={k: show[k] for k in SHARED_SHOW if k in show})
+            evidence["job_facts"] = dict(facts, scontrol={k: show[k] for k in SHARED_SHOW if k in show})
         job = JobInfo.from_env(os.environ, **overrides)
         out = assemble_and_notify(job, settings, node=node, budget_s=float(settings.get("epilog.report_budget_s")),
                                   evidence=evidence, classifier=make_classifier(exit_info, show))

@@ -271,9 +271,11 @@ def _jsonable(v: Any) -> Any:
 
 
 def report_failed(report: Mapping[str, Any]) -> bool:
-    """The notification policy's notion of failure: the job failed, a node
-    was drained during it, or the classifier blamed something."""
+    """The notification policy's notion of failure (``on_failure``): the
+    run's outcome is one the user is told about by default."""
     outcome = report.get("outcome") or {}
+    if "mailed" in outcome:
+        return bool(outcome["mailed"])  # the outcome's "mailed by default" (report/outcome.py)
     return bool(outcome.get("failed"))
 
 
