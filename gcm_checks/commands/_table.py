@@ -61,13 +61,14 @@ def fit_widths(natural: Sequence[int], total: Optional[int], sep: int = 1,
 
 def render(headers: Sequence[str], rows: Sequence[Sequence[Any]], out: Any = None, *,
            flexible: Optional[Sequence[int]] = None, align_right: Sequence[int] = (),
-           width: Optional[int] = -1) -> None:
-    """Print ``rows`` under ``headers``; fit the terminal (``width=-1``: detect)."""
+           width: Optional[int] = -1, gap: int = 1) -> None:
+    """Print ``rows`` under ``headers``; fit the terminal (``width=-1``: detect).
+    ``gap``: spaces between columns."""
     out = out if out is not None else sys.stdout
     total = terminal_width(out) if width == -1 else width
     cells = [[("" if c is None else str(c)).replace("\n", " ") for c in row] for row in rows]
     natural = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    widths = fit_widths(natural, total, flexible=flexible)
+    widths = fit_widths(natural, total, sep=gap, flexible=flexible)
     last = len(headers) - 1
 
     def line(values: Sequence[str]) -> str:
@@ -80,7 +81,7 @@ def render(headers: Sequence[str], rows: Sequence[Sequence[Any]], out: Any = Non
                 parts.append(v)  # no trailing padding
             else:
                 parts.append(v.ljust(widths[i]))
-        return " ".join(parts).rstrip()
+        return (" " * gap).join(parts).rstrip()
 
     print(line(list(headers)), file=out)
     for r in cells:

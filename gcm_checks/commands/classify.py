@@ -31,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help='classify records {"id","text","state"?,"exit_code"?}; "-" reads stdin')
     mode.add_argument("--evaluate", metavar="FILE.jsonl", help="score labelled records against their 'label'")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    from gcm_checks.commands._conventions import add_config
+
+    add_config(parser, used=False)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,6 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", help="index directory (default: $GCM_RUN_INDEX or ~/.local/state/gcm-run/active)")
     parser.add_argument("--all", action="store_true", help="also show finished and lost runs")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    from gcm_checks.commands._conventions import add_config
+
+    add_config(parser, used=False)
     parser.add_argument("--width", type=int, default=20, help="progress bar width")
 
 
