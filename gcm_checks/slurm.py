@@ -216,6 +216,7 @@ _GPU_SUBJECT = re.compile(r"^GPU\s*(\d+)")
 _PORT_SUBJECT = re.compile(r"^(\S+)\s+port\s+(\d+)$")
 _GPU_AT = re.compile(r"^GPU at (?:[0-9A-Fa-f]+:)?([0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})")
 _XID_CODE = re.compile(r"\bXID\s*(\d+)", re.I)
+_SXID_CODE = re.compile(r"\bSXid\s*(\d+)")
 
 
 def reason_head(check_id: str, subject: str, message: str) -> str:
@@ -228,8 +229,9 @@ def reason_head(check_id: str, subject: str, message: str) -> str:
     if check_id.startswith("gpu.responsive") and ("LOST" in message.upper() or "off the bus" in message):
         word = "lost"
     if check_id.startswith("xid"):
+        sx = _SXID_CODE.search(message)  # NVSwitch: "SXid 20034" before "XID"
         m = _XID_CODE.search(message)
-        word = f"XID {m.group(1)}" if m else "XID"
+        word = f"SXid {sx.group(1)}" if sx else f"XID {m.group(1)}" if m else "XID"
     g = _GPU_SUBJECT.match(subject or "")
     p = _PORT_SUBJECT.match(subject or "")
     at = _GPU_AT.match(subject or "")

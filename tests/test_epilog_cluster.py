@@ -103,7 +103,7 @@ def test_epilog_drains_on_fallen_off_the_bus_without_an_xid_line(gcm_scripts_clu
     job = c.sbatch("#!/bin/bash\nexit 1\n", nodelist="node2", job_name="fobjob")
     c.wait_job(job, {"FAILED"}, timeout=60)
     reason = _drained_reason(c)
-    assert reason.startswith("gcm: xid.hardware: GPU 3 (00000000:5D:00.0): XID 79"), reason
+    assert reason.startswith("gcm: XID 79 GPU 3 (xid.hardware) 00000000:5D:00.0: XID 79"), reason
     assert "Epilog error" not in reason
 
 
@@ -117,7 +117,7 @@ def test_epilog_drains_on_a_fatal_sxid_naming_switch_and_link(gcm_scripts_cluste
     job = c.sbatch("#!/bin/bash\nexit 0\n", nodelist="node2", job_name="sxidjob")
     c.wait_job(job, {"COMPLETED"}, timeout=60)
     reason = _drained_reason(c)
-    assert reason.startswith("gcm: xid.nvswitch: nvswitch2 (00000000:07:00.0) link 37"), reason
+    assert reason.startswith("gcm: SXid 20034 nvswitch2 (xid.nvswitch) nvswitch2 (00000000:07:00.0) link 37"), reason
     assert "SXid 20034" in reason
     report = os.path.join(c.root, "reports", str(job), "report.json")
     assert _wait(lambda: os.path.exists(report), 15)

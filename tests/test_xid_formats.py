@@ -196,7 +196,7 @@ def test_fatal_sxid_drain_reason_names_switch_and_link():
     (r, *_) = [r for r in xchecks.check_xid_nvswitch(_facts("xid79_with_followers.dmesg"), {})
                if r.status.value == "fail"]
     reason = make_drain_reason(r.check, r.subject, r.message)
-    assert reason.startswith("gcm: xid.nvswitch: nvswitch1") and "link 48" in reason and "SXid 20034" in reason
+    assert reason.startswith("gcm: SXid 20034 nvswitch1 (xid.nvswitch)") and "link 48" in reason and "SXid 20034" in reason
 
 
 def test_no_sxids_passes_and_unreadable_log_is_unknown():
