@@ -191,7 +191,17 @@ def _ib_for_telemetry(ctx: Any, log: Any) -> Any:
         from gcm_checks.deadline import call_with_deadline
         from gcm_checks.gather import ib
 
-        snap = call_with_deadline(lambda: ib.read_sysfs(ctx.sysfs_root()), 1.0, "ib sysfs for telemetry")
+        root = ctx.sysfs_root()
+        rebuilt = False
+        if getattr(ctx, "sim", None) is not None and not os.path.isdir(root):
+            # The simulated tree went with the suite's ctx.close(): build it again for this read.
+            ctx._sysfs_root = None
+            root, rebuilt = ctx.sysfs_root(), True
+        try:
+            snap = call_with_deadline(lambda: ib.read_sysfs(root), 1.0, "ib sysfs for telemetry")
+        finally:
+            if rebuilt:
+                ctx.close()
         return snap if snap.class_present else None
     except Exception as e:  # noqa: BLE001 - no IB readings is not an error of the run
         log.info("telemetry_ib_skipped", error=f"{type(e).__name__}: {e}")
