@@ -118,6 +118,10 @@ def assemble(
         except Exception as e:  # noqa: BLE001 - a classifier bug must not lose the report
             notes.append(f"classifier failed: {type(e).__name__}: {e}")
     report = build.build_report(job, contribs, classification=classification, logs=logs, generated_by=node, notes=notes, now=now)
+    # gcm-run's progress, stall and straggler findings, when the job ran under it.
+    from gcm_checks.report.progress import attach
+
+    attach(report, job, rs.read_timeout_s)
     paths = write_report(report, rs)
     spool.mark_assembled(rs.spool_dir, key, node, paths["report.json"])
     done = Assembled(key, report, paths, notes=notes)

@@ -131,6 +131,9 @@ def to_text(report: Mapping[str, Any]) -> str:
         nl = _node_lines(n)
         lines.append(f"  {n.get('node')}: {nl[0]}")
         lines += [f"    {x}" for x in nl[1:]]
+    from gcm_checks.report.progress import text_lines
+
+    lines += text_lines(report)
     for log in report.get("logs") or ():
         lines += ["", f"--- {log.get('name')} ({log.get('path')}) ---"]
         if log.get("note"):
@@ -210,6 +213,9 @@ def to_html(report: Mapping[str, Any]) -> str:
         inner = "".join(f"<li>{e(x)}</li>" for x in nl[1:])
         parts.append(f"<li><b>{e(n.get('node'))}</b>: {e(nl[0])}{f'<ul>{inner}</ul>' if inner else ''}</li>")
     parts.append("</ul>")
+    from gcm_checks.report.progress import html_parts
+
+    parts += html_parts(report)
     for log in report.get("logs") or ():
         parts.append(f"<h3>{e(log.get('name'))}</h3>")
         if log.get("note"):
