@@ -328,7 +328,8 @@ def _metric_line(low: bytes) -> bool:
     for t in _METRIC_TOKENS:
         if t in low:
             return True
-    return False
+    # Keras prints "Epoch 3/10" on a line of its own before the epoch's bar.
+    return low.lstrip().startswith(b"epoch") and len(low) < 40
 
 
 class ChunkScanner:
