@@ -37,7 +37,8 @@ def from_status(status: Mapping[str, Any]) -> Dict[str, Any]:
         "stalled_s": p.get("stalled_s"), "rate_per_s": p.get("rate_per_s"),
         "metrics": dict(p.get("metrics") or {}),
         "history": {k: v for k, v in (p.get("history") or {}).items() if isinstance(v, list)},
-        "stragglers": list(status.get("stragglers") or []),
+        # Who was slow at any time during the run, not only at its end.
+        "stragglers": list(status.get("stragglers_seen") or status.get("stragglers") or []),
         "alerts": [a for a in status.get("alerts") or [] if isinstance(a, Mapping) and a.get("kind") != "resumed"],
         "log": status.get("log"),
     }

@@ -84,6 +84,7 @@ def status_dict(w: Any, state: str) -> dict:
         "progress": progress_dict(w, running, mono),
         "alerts": [a.to_dict() for a in s.alerts],
         "stragglers": w.stragglers.current() if w.stragglers is not None else [],
+        "stragglers_seen": w.stragglers.seen() if w.stragglers is not None else [],
         "straggler_check": w.stragglers.info() if w.stragglers is not None else {"enabled": False},
         "signals_forwarded": list(s.signals_forwarded),
         "killed_by": s.killed_by,

@@ -110,6 +110,7 @@ class Stragglers:
         self._gpu: Optional[dict] = None
         self._gpu_next = 0.0
         self._gpus_by_node: Dict[str, dict] = {}
+        self._seen: Dict[str, dict] = {}  # node -> its worst moment this run, for the report
 
     # -------------------------------------------------------------- status
     def current(self) -> List[dict]:
@@ -124,6 +125,20 @@ class Stragglers:
                     d["why"] = why
             out.append(d)
         return out
+
+    def seen(self) -> List[dict]:
+        """Every node named slow during the run (worst ratio, first since,
+        last seen, why): the job's report needs them after the fact, when
+        the tasks have ended and nobody is slow any more."""
+        out = []
+        for node, s in self._seen.items():
+            d = dict(s)
+            gpu = self._gpus_by_node.get(node)
+            why = explain(gpu) if gpu else ""
+            if why:
+                d["why"] = why
+            out.append(d)
+        return sorted(out, key=lambda d: d["ratio"])
 
     def info(self) -> dict:
         return {"enabled": self.dir is not None, "leader": self.leader, "node": self.node, "task": self.task,
@@ -198,6 +213,12 @@ class Stragglers:
                         pass
         self._flagged = {s["node"]: s["since"] for s in found}
         self._found = found
+        for s in found:
+            old = self._seen.get(s["node"])
+            rec = {"node": s["node"], "task": s["task"], "ratio": min(s["ratio"], old["ratio"]) if old else s["ratio"],
+                   "since": old["since"] if old else s["since"], "last_seen": wall,
+                   "episodes": self._episodes.get(s["node"], 1)}
+            self._seen[s["node"]] = rec
         assert self.dir is not None
         self.dir.write_json(shared.STRAGGLERS, {"updated": wall, "stragglers": found, "threshold": self.threshold})
         if self.node in names:
