@@ -87,3 +87,49 @@ def test_scancel_is_forwarded_and_exit_is_143(clean_cluster, tmp_path):
     assert rep["exit"]["signal"] == "SIGTERM"
     assert rep["exit"]["code"] == 143
     assert [s["signal"] for s in rep["signals_forwarded"]] == ["SIGTERM"]
+
+
+def test_two_node_job_shows_the_straggler_in_squeue(clean_cluster, tmp_path):
+    """Two tasks on node1 and node2 (srun, real SLURM_* task variables); the
+    task on node2 runs ~40% slower; task 0's comment names it while the job
+    runs, so ``squeue`` shows ``slow: node2 -NN%``."""
+    c = clean_cluster
+    tag = time.monotonic_ns()
+    child = os.path.join(c.jobdir, f"strag-{tag}.py")
+    Path(child).write_text(
+        "import os, time\n"
+        "per = 0.05 if os.environ.get('SLURMD_NODENAME') != 'node2' else 0.085\n"
+        "for i in range(1, 100000):\n"
+        "    print(f'step {i} loss={1.0 / i:.4f}', flush=True)\n"
+        "    time.sleep(per)\n"
+        "    if time.monotonic() > START + 40: break\n".replace("START", repr(time.monotonic()))
+    )
+    script = (
+        "#!/bin/bash\n"
+        f"export PYTHONPATH={REPO}\n"
+        "export GCM_RUN_COMMENT_INTERVAL=1 GCM_RUN_STRAGGLER_INTERVAL=0.5 GCM_RUN_TICK=0.2\n"
+        f"export GCM_RUN_INDEX={c.jobdir}/index\n"
+        f"srun --ntasks-per-node=1 bash -c 'exec {sys.executable} -m gcm_checks.run_cli"
+        f" --log {c.jobdir}/strag-{tag}-$SLURM_PROCID.log --notify never --straggler-window 4s"
+        f" -- {sys.executable} {child}'\n"
+    )
+    job = c.sbatch(script, job_name="straggle", nodes=2)
+    c.wait_job(job, {"RUNNING"}, timeout=60)
+    seen = []
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        text = _squeue_comment(c, job)
+        if text and (not seen or seen[-1] != text):
+            seen.append(text)
+        if "slow: node2" in text:
+            break
+        if c.job_state(job) not in ("RUNNING", "PENDING", "CONFIGURING"):
+            break
+        time.sleep(0.3)
+    named = [s for s in seen if "slow: node2" in s]
+    assert named, f"squeue comments seen: {seen}"
+    pct = int(named[0].split("slow: node2 ")[1].split("%")[0])
+    assert -60 <= pct <= -20
+    assert "node1" not in named[0].split("slow:")[1]
+    c._cmd("scancel", str(job), check=False)
+    c.wait_job(job, {"CANCELLED", "COMPLETED", "FAILED"}, timeout=90)
