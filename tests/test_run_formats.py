@@ -92,6 +92,8 @@ def test_hostile_gcm_progress_is_harmless(raw):
 
 
 def scan(tr, stream_bytes, chunk=4096):
+    """Feed a capture as the pump would, one read per ``chunk`` bytes, a
+    second apart (a trainer logs a loss dict every few seconds)."""
     sc = ChunkScanner(tr)
     for i in range(0, len(stream_bytes), chunk):
         sc.feed(stream_bytes[i:i + chunk], float(i), float(i))
@@ -104,7 +106,7 @@ def test_captured_hugging_face_trainer_two_streams():
     # loss, the learning rate, grad norm and eval metrics all arrive.
     tr = Tracker()
     scan(tr, (FIX / "hf_trainer.stderr").read_bytes())
-    scan(tr, (FIX / "hf_trainer.stdout").read_bytes())
+    scan(tr, (FIX / "hf_trainer.stdout").read_bytes(), chunk=1)  # each dict its own read, as in a real run
     assert (tr.snap.step, tr.snap.total) == (40, 40)
     assert tr.snap.loss == pytest.approx(0.05)  # the last point, not the end-of-run mean
     assert tr.metrics["learning_rate"] == 0.0 and tr.metrics["grad_norm"] == 1.25

@@ -328,33 +328,89 @@ def _metric_line(low: bytes) -> bool:
     for t in _METRIC_TOKENS:
         if t in low:
             return True
+    return _epoch_line(low)
+
+
+def _epoch_line(low: bytes) -> bool:
     # Keras prints "Epoch 3/10" on a line of its own before the epoch's bar.
-    return low.lstrip().startswith(b"epoch") and len(low) < 40
+    return len(low) < 40 and low.lstrip().startswith(b"epoch")
 
 
 class ChunkScanner:
     """Turn raw output chunks of ONE stream into tracker updates at bounded cost.
 
     Keeps at most ``max_partial`` bytes of an unterminated line, so endless
-    output without newlines cannot grow memory. Per chunk it looks at the
-    last ``tail_window`` bytes only; there it parses the newest step line and
-    up to ``max_metric_lines`` of the newest metric lines (so a loss dict
-    followed by a hundred bar redraws in one read is kept). When the chunk
-    mentions a NaN/inf loss, every line is parsed, so a single NaN loss among
-    thousands of lines is never missed.
+    output without newlines cannot grow memory. Chunks are scanned at most
+    every ``min_interval_s``; in between they wait in a list bounded to
+    ``pending_cap`` bytes (the oldest dropped first). A scan looks at the
+    newest ``tail_window`` bytes: it parses the newest step line and the
+    newest metric lines until it has both a step and a loss (so a loss dict
+    followed by a hundred bar redraws in one read is kept). When the scanned
+    data mentions a NaN/inf loss, every line of it is parsed, so a single
+    NaN loss among thousands of lines is never missed.
+
+    A flood (more than ``pending_cap`` bytes per interval, or reads bigger
+    than the launcher's SCAN_BYTES) is sampled: only its newest bytes are
+    parsed. A loss that went NaN stays NaN in every later line, so the
+    sample still sees it; docs/gcm-run.md says so.
     """
 
     def __init__(self, tracker: Tracker, *, max_partial: int = 8192, max_lines: int = 64,
-                 max_metric_lines: int = 32) -> None:
+                 max_metric_lines: int = 32, min_interval_s: float = 0.02, pending_cap: int = 1 << 18) -> None:
         self.tracker = tracker
         self.max_partial = max_partial
         self.max_lines = max_lines
         self.max_metric_lines = max_metric_lines
+        self.min_interval_s = min_interval_s
+        self.pending_cap = pending_cap
         self.tail_window = 16384
         self._partial = b""
+        self._pending: List[bytes] = []
+        self._pending_bytes = 0
+        self._cut = False  # the oldest pending bytes start mid-line
+        self._last_scan: Optional[float] = None
 
-    def feed(self, data: bytes, mono: float, wall: float) -> None:
+    def feed(self, data: bytes, mono: float, wall: float, head_cut: bool = False) -> None:
         self.tracker.output_seen(mono)
+        if head_cut:
+            # The caller skipped the head of this read: what we held is no
+            # longer followed by its own continuation.
+            self._pending.clear()
+            self._pending_bytes = 0
+            self._partial = b""
+            self._cut = True
+        self._pending.append(data)
+        self._pending_bytes += len(data)
+        while self._pending_bytes > self.pending_cap and len(self._pending) > 1:
+            self._pending_bytes -= len(self._pending.pop(0))
+            self._partial = b""
+            self._cut = True
+        if self._last_scan is None or mono - self._last_scan >= self.min_interval_s:
+            self._process(mono, wall)
+
+    def poll(self, mono: float, wall: float) -> None:
+        """Scan what waited for the interval (the pump calls this each tick)."""
+        if self._pending:
+            self._process(mono, wall)
+
+    def flush(self, mono: float, wall: float) -> None:
+        """At EOF, scan what waited and a last line that had no newline."""
+        self.poll(mono, wall)
+        if self._partial:
+            data, self._partial = self._partial, b""
+            self._scan(data, mono, wall)
+
+    def _process(self, mono: float, wall: float) -> None:
+        self._last_scan = mono
+        data = self._pending[0] if len(self._pending) == 1 else b"".join(self._pending)
+        self._pending.clear()
+        self._pending_bytes = 0
+        if self._cut:
+            nl = max(data.find(b"\n"), -1)
+            data = data[nl + 1:] if nl >= 0 else b""
+            self._cut = False
+            if not data:
+                return
         buf = self._partial + data if self._partial else data
         cut = max(buf.rfind(b"\n"), buf.rfind(b"\r"))
         if cut < 0:
@@ -363,18 +419,11 @@ class ChunkScanner:
         complete, self._partial = buf[: cut + 1], buf[cut + 1:][-self.max_partial:]
         self._scan(complete, mono, wall)
 
-    def flush(self, mono: float, wall: float) -> None:
-        """At EOF, parse a last line that had no newline."""
-        if self._partial:
-            data, self._partial = self._partial, b""
-            self._scan(data, mono, wall)
-
     def _scan(self, complete: bytes, mono: float, wall: float) -> None:
         every = False
         if len(complete) > self.tail_window:
-            # A flood: only the latest state matters, except a bad loss,
-            # which one regex pass over the raw bytes finds (no lower(),
-            # no split of every line: this is the 1 GB burst path).
+            # Much output at once: only the latest state matters, except a
+            # bad loss, which one regex pass over the raw bytes finds.
             if _BAD_LOSS_I.search(complete) is not None:
                 every = True
             else:
@@ -388,14 +437,27 @@ class ChunkScanner:
             every = (b"nan" in low or b"inf" in low) and _BAD_LOSS.search(low) is not None
         lines = complete.replace(b"\r", b"\n").split(b"\n")
         lows = low.replace(b"\r", b"\n").split(b"\n")
-        found_step = False
+        found_step = found_loss = False
         picked: List[ProgressEvent] = []
         bars = self.max_lines
         metric_budget = len(lines) if every else self.max_metric_lines
+        epoch_lookback = 64
         for i in range(len(lines) - 1, -1, -1):
+            lw = lows[i]
+            if not every and found_step and found_loss:
+                # The newest step and loss are the news; only a Keras
+                # "Epoch 3/10" line just above them still matters.
+                epoch_lookback -= 1
+                if epoch_lookback < 0:
+                    break
+                if _epoch_line(lw):
+                    ev = parse_line(lines[i].decode("utf-8", "replace"))
+                    if ev is not None and ev.step is None and ev.epoch is not None:
+                        picked.append(ev)
+                        break
+                continue
             if (found_step or bars <= 0) and metric_budget <= 0:
                 break
-            lw = lows[i]
             if not lw or not _candidate(lw):
                 continue
             is_metric = _metric_line(lw)
@@ -410,10 +472,13 @@ class ChunkScanner:
             ev = parse_line(lines[i].decode("utf-8", "replace"))
             if ev is None:
                 continue
-            if ev.has_step:
-                if found_step and not every and ev.loss is None and not ev.metrics:
+            if not every:
+                if ev.has_step and found_step and ev.loss is None and not ev.metrics:
                     continue
-                found_step = True
+                if found_loss and not ev.has_step and ev.loss is not None:
+                    continue  # an older loss: the newest is already in hand
+            found_step = found_step or ev.has_step
+            found_loss = found_loss or ev.loss is not None
             picked.append(ev)
         for ev in reversed(picked):  # oldest first
             self.tracker.observe(ev, mono, wall)
