@@ -121,7 +121,7 @@ def test_relay_down_keeps_the_message_in_the_outbox_and_the_exit_status(tmp_path
     pending = list((tmp_path / "outbox" / "pending").glob("*.json"))
     assert len(pending) == 1
     item = json.loads(pending[0].read_text())
-    assert item["key"].endswith("/exit/hook") and item["attempts"] >= 1
+    assert item["key"].endswith("/hook") and item["attempts"] >= 1  # the job report's own key
 
 
 def test_stall_alert_is_delivered_while_running(tmp_path, hook):
@@ -156,7 +156,7 @@ def test_inside_a_slurm_job_the_exit_goes_to_the_jobs_report_not_a_mail(tmp_path
     assert hook.bodies == []
     assert "job's one report" in report(tmp_path)["notifications"][0]["skipped"]
     # ...where the epilog's report builder finds it (report.progress.attach).
-    summary = json.loads((tmp_path / ".gcm-run" / "job-77" / "progress.json").read_text())
+    summary = json.loads((tmp_path / ".gcm-run" / "77.status.json").read_text())
     assert summary["progress"]["step"] == 3 and summary["exit"]["code"] == 4
 
 

@@ -55,9 +55,9 @@ def test_sparkline_shape():
 
 
 def test_epilog_report_reads_gcm_runs_summary_from_the_work_dir(tmp_path):
-    d = tmp_path / ".gcm-run" / "job-55.1"
+    d = tmp_path / ".gcm-run"
     d.mkdir(parents=True)
-    (d / "progress.json").write_text(json.dumps(status_with_history()))
+    (d / "55.1.status.json").write_text(json.dumps(status_with_history()))
     job = JobInfo(job_id="55", restart_count=1, uid=os.geteuid(), gid=os.getegid(), work_dir=str(tmp_path))
     report = {"notes": []}
     rp.attach(report, job)
@@ -65,7 +65,7 @@ def test_epilog_report_reads_gcm_runs_summary_from_the_work_dir(tmp_path):
     other = {"notes": []}
     rp.attach(other, JobInfo(job_id="56", uid=os.geteuid(), gid=os.getegid(), work_dir=str(tmp_path)), 1.0)
     assert "progress" not in other and other["notes"] == []  # not a gcm-run job: nothing, no noise
-    (d / "progress.json").write_text("{" * 100)
+    (d / "55.1.status.json").write_text("{" * 100)
     broken = {"notes": []}
     rp.attach(broken, job)
     assert "progress" not in broken and broken["notes"]
@@ -76,10 +76,10 @@ def test_epilog_report_ignores_a_symlinked_summary(tmp_path):
     """As root (the epilog), a user's link to a file they cannot read is refused."""
     secret = tmp_path / "secret.json"
     secret.write_text(json.dumps(status_with_history()))
-    d = tmp_path / ".gcm-run" / "job-57"
+    d = tmp_path / ".gcm-run"
     d.mkdir(parents=True)
-    os.symlink(secret, d / "progress.json")
-    os.lchown(d / "progress.json", 4242, 4242)
+    os.symlink(secret, d / "57.status.json")
+    os.lchown(d / "57.status.json", 4242, 4242)
     report = {"notes": []}
     rp.attach(report, JobInfo(job_id="57", uid=os.geteuid(), gid=os.getegid(), work_dir=str(tmp_path)))
     assert "progress" not in report
@@ -124,7 +124,8 @@ def test_outside_slurm_the_mail_is_the_job_report_to_the_passwd_user(tmp_path, i
         " from: gcm@cluster.example, timeout_s: 5}\n"
     )
     noise = "".join(f"noise line {i}\\n" for i in range(400))
-    code = (f"import sys\nsys.stdout.write('{noise}')\nfor i in range(1, 8): print(f'step {{i}}/10 loss={{1/i:.3f}}')\n"
+    code = (f"import sys, time\nsys.stdout.write('{noise}')\n"
+            "for i in range(1, 8): print(f'step {i}/10 loss={1/i:.3f}', flush=True); time.sleep(0.06)\n"
             "print('RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB', file=sys.stderr)\nsys.exit(1)")
     # No USER, LOGNAME or HOME: cron, containers, env -i.
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO), "GCM_CHECKS_CONFIG": str(cfg),

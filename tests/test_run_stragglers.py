@@ -146,5 +146,5 @@ def test_task_0_names_the_slow_node_while_the_job_runs(tmp_path):
     seen = final["stragglers_seen"]
     assert [s["node"] for s in seen] == ["gpu-n2"] and "thermal" in seen[0]["why"]
     # The job summary for the epilog's report, under the working directory.
-    summary = json.loads((tmp_path / ".gcm-run" / "job-4242" / "progress.json").read_text())
+    summary = json.loads((tmp_path / ".gcm-run" / "4242.status.json").read_text())
     assert summary["run_id"] == final["run_id"]

@@ -1,8 +1,8 @@
 """The training-progress section of a job report, from gcm-run's status.
 
-Inside a Slurm job, gcm-run's task 0 leaves ``progress.json`` (its status:
-step, loss, metrics, history, stragglers, alerts) in
-``<work dir>/.gcm-run/job-<key>/``; ``attach`` reads it (as the job's user,
+Inside a Slurm job, gcm-run's task 0 leaves its status (step, loss,
+metrics, history, stragglers, alerts) as ``<work dir>/.gcm-run/<key>.status.json``
+(the path of ``report.runlink``); ``attach`` reads it (as the job's user,
 bounded, never through a symlink: ``safeio``) into ``report["progress"]``.
 Outside Slurm gcm-run builds the same section itself (``from_status``).
 ``text_lines`` and ``html_parts`` render it; the HTML draws the loss and the
@@ -16,13 +16,15 @@ import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-MAX_BYTES = 1 << 20
+MAX_BYTES = 256 * 1024
 SVG_POINTS = 200  # a curve in a mail needs no more
 SPARK = "▁▂▃▄▅▆▇█"
 
 
 def summary_path(work_dir: str, key: str) -> str:
-    return os.path.join(work_dir, ".gcm-run", f"job-{key}", "progress.json")
+    from gcm_checks.report.spool import safe_name
+
+    return os.path.join(work_dir, ".gcm-run", f"{safe_name(key)}.status.json")
 
 
 def from_status(status: Mapping[str, Any]) -> Dict[str, Any]:

@@ -179,8 +179,14 @@ def notify_event(w: "Wrapper", alert: "Alert") -> None:
     payload["kind"] = "gcm-run-alert"
     payload["alert"] = alert.to_dict()
     payload["summary"] = f"{w.opts.name or os.path.basename(w.opts.argv[0])}: {alert.message}"
-    # One key per episode: the Nth alert of this kind in this run.
-    payload["episode"] = sum(1 for a in w.state.alerts if a.kind == alert.kind)
+    # One key per episode (notify.notification_key, event "stall-<n>"): a
+    # stall and the silence of the same hang are one episode.
+    if alert.kind in ("stalled", "silent"):
+        payload["episode"] = getattr(w, "_quiet_episodes", 1)
+        payload["event"] = f"stall-{payload['episode']}"
+    else:
+        payload["episode"] = sum(1 for a in w.state.alerts if a.kind == alert.kind)
+        payload["event"] = f"{alert.kind}-{payload['episode']}"
 
     def send() -> None:
         w.state.notifications.append(deliver(w, payload, kind=alert.kind, report_file=None))
@@ -206,10 +212,12 @@ def default_notifier(payload: dict, kind: str) -> dict:
     if kind == "exit":
         report = notice.exit_report(payload, payload.get("classification"), env, settings)
         job = notice.job_for_run(payload, env)
-        return notice.deliver("exit", "exit", job, report=report, settings=settings, env=env)
+        # The job report's own key: outside Slurm the run is the job.
+        return notice.deliver("exit", "", job, report=report, settings=settings, env=env)
     job = alert_job(payload, env)
     words = notice.alert_text(payload, payload.get("alert") or {})
-    return notice.deliver(kind, f"alert-{kind}-{payload.get('episode', 1)}", job, words=words, settings=settings, env=env)
+    event = str(payload.get("event") or f"{kind}-{payload.get('episode', 1)}")
+    return notice.deliver(kind, event, job, words=words, settings=settings, env=env)
 
 
 def alert_job(payload: Mapping[str, Any], env: Mapping[str, str]) -> Any:
@@ -221,7 +229,9 @@ def alert_job(payload: Mapping[str, Any], env: Mapping[str, str]) -> Any:
         return job_for_run(payload, env)
     from gcm_checks.report.model import JobInfo
 
-    restarts = env.get("SLURM_RESTART_COUNT", "")
+    # Inside the job Slurm says SLURM_RESTART_COUNT; the prolog/epilog say
+    # SLURM_JOB_RESTART_COUNT. Either gives the key the epilog's report uses.
+    restarts = env.get("SLURM_RESTART_COUNT") or env.get("SLURM_JOB_RESTART_COUNT") or ""
     return JobInfo(job_id=env["SLURM_JOB_ID"], user=env.get("SLURM_JOB_USER") or str(payload.get("user") or ""),
                    name=env.get("SLURM_JOB_NAME", ""), cluster=env.get("SLURM_CLUSTER_NAME", ""),
                    partition=env.get("SLURM_JOB_PARTITION", ""), mail_user=env.get("SLURM_JOB_MAIL_USER", ""),

@@ -2,7 +2,7 @@
 
 Built from the wrapper's state at one instant. It is also the base of the
 exit report (``finish``) and of the job summary the epilog's report reads
-(``shared.JOB_SUMMARY``). Pure over its inputs except for the clock.
+(``shared.summary_name``). Pure over its inputs except for the clock.
 """
 
 from __future__ import annotations

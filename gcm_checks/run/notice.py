@@ -83,6 +83,16 @@ def alert_text(status: Mapping[str, Any], alert: Mapping[str, Any]) -> Dict[str,
     return {"subject": subject, "text": "\n".join(body) + "\n"}
 
 
+def _key(notify: Any, job: Any, channel: str, event: str) -> str:
+    """The job run's notification key (``notify.notification_key``: the job
+    report's key, plus ``/<event>`` for the few other messages of a run)."""
+    fn = getattr(notify, "notification_key", None)
+    if fn is not None:
+        return fn(job.key, job.cluster, channel, event)
+    base = notify.idempotency_key(job.key, job.cluster, channel)
+    return f"{base}/{event}" if event else base
+
+
 def deliver(kind: str, event: str, job: Any, *, report: Optional[Mapping[str, Any]] = None,
             words: Optional[Mapping[str, str]] = None, settings: Any = None, env: Optional[Mapping[str, str]] = None,
             budget_s: Optional[float] = None) -> Dict[str, Any]:
@@ -123,7 +133,7 @@ def deliver(kind: str, event: str, job: Any, *, report: Optional[Mapping[str, An
             else:
                 payload = {"body": {"schema": "gcm-checks/notification", "version": 1, "event": f"gcm_run_{kind}",
                                     "summary": w.get("subject", ""), "text": w.get("text", "")}}
-        key = notify.idempotency_key(f"{job.key}/{event}", job.cluster, ch.name)
+        key = _key(notify, job, ch.name, event)
         box.enqueue(key, ch.name, payload, job_key=job.key)
         keys.append(key)
     if not keys:

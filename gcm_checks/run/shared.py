@@ -3,8 +3,9 @@
 ``$GCM_RUN_SHARED_DIR/job-<key>/`` when set, else
 ``<working dir>/.gcm-run/job-<key>/`` (``key`` = job id, plus ``.N`` for the
 Nth requeue, as in the job's report). Every task writes its own small file;
-task 0 reads them all and writes the verdict. The working directory is
-where the epilog's report looks for ``progress.json`` (``report.progress``).
+task 0 reads them all and writes the verdict. Task 0 also leaves its status
+as ``<working dir>/.gcm-run/<key>.status.json`` (``summary_name``), where
+the epilog's job report reads it (``report.runlink``, ``report.progress``).
 
 Safety (rule 5): the two directories we create are opened with
 ``O_NOFOLLOW | O_DIRECTORY`` and must be owned by us and not writable by
@@ -23,7 +24,14 @@ from typing import Dict, Iterator, Mapping, Optional, Tuple
 
 MAX_FILE_BYTES = 64 * 1024
 MAX_TASK_FILES = 4096
-JOB_SUMMARY = "progress.json"
+SUMMARY_MAX_BYTES = 256 * 1024  # what the report's reader accepts (report.runlink)
+
+
+def summary_name(key: str) -> str:
+    """``<key>.status.json``, the name ``report.runlink.run_status_path`` uses."""
+    from gcm_checks.report.spool import safe_name
+
+    return f"{safe_name(key)}.status.json"
 STRAGGLERS = "stragglers.json"
 
 
@@ -50,6 +58,11 @@ class SharedDir:
         self.fd = fd
 
     @classmethod
+    def open_base(cls, base: str) -> "SharedDir":
+        os.makedirs(os.path.dirname(os.path.abspath(base)) or "/", exist_ok=True)
+        return cls(base, _open_own_dir(base))
+
+    @classmethod
     def open(cls, base: str, name: str) -> "SharedDir":
         """Create (if needed) and open ``base/name``; OSError if unsafe."""
         os.makedirs(os.path.dirname(os.path.abspath(base)) or "/", exist_ok=True)
@@ -64,8 +77,10 @@ class SharedDir:
             os.close(base_fd)
         return cls(os.path.join(base, name), fd)
 
-    def write_json(self, name: str, data: object) -> None:
+    def write_json(self, name: str, data: object, max_bytes: Optional[int] = None) -> None:
         raw = json.dumps(data, allow_nan=False, default=str, separators=(",", ":")).encode()
+        if max_bytes is not None and len(raw) > max_bytes:
+            raise ValueError(f"{name}: {len(raw)} bytes, over {max_bytes}")
         tmp = f".{name}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=self.fd)
         try:
@@ -132,9 +147,8 @@ def _open_own_dir(path: str, dir_fd: Optional[int] = None) -> int:
 
 
 def open_for_job(env: Mapping[str, str], cwd: str) -> Tuple[Optional[SharedDir], Optional[SharedDir], Dict[str, str]]:
-    """(shared dir, summary dir, problems). The summary dir is the one under
-    the working directory, where the epilog looks; it is the shared dir too
-    unless GCM_RUN_SHARED_DIR points elsewhere."""
+    """(shared dir, summary dir, problems). The summary dir is
+    ``<working dir>/.gcm-run``, where the epilog looks."""
     problems: Dict[str, str] = {}
     name = f"job-{job_key(env)}"
     shared = summary = None
@@ -142,11 +156,8 @@ def open_for_job(env: Mapping[str, str], cwd: str) -> Tuple[Optional[SharedDir],
         shared = SharedDir.open(shared_base(env, cwd), name)
     except OSError as e:
         problems["shared_dir"] = f"{os.path.join(shared_base(env, cwd), name)}: {e.strerror or e}"
-    if env.get("GCM_RUN_SHARED_DIR") and default_base(env, cwd) != env.get("GCM_RUN_SHARED_DIR"):
-        try:
-            summary = SharedDir.open(default_base(env, cwd), name)
-        except OSError as e:
-            problems["summary_dir"] = f"{os.path.join(default_base(env, cwd), name)}: {e.strerror or e}"
-    else:
-        summary = shared
+    try:
+        summary = SharedDir.open_base(default_base(env, cwd))
+    except OSError as e:
+        problems["summary_dir"] = f"{default_base(env, cwd)}: {e.strerror or e}"
     return shared, summary, problems

@@ -27,6 +27,7 @@ def on_alert(w: Any, alert: Any) -> None:
         # ends the episode when neither holds any more.
         if not w._quiet_episode:
             w._quiet_episode = True
+            w._quiet_episodes = getattr(w, "_quiet_episodes", 0) + 1
             _notify(w, alert)
     elif alert.kind != "resumed":
         _notify(w, alert)

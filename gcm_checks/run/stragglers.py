@@ -94,6 +94,7 @@ class Stragglers:
         self.node = env.get("SLURMD_NODENAME") or os.uname().nodename.split(".")[0]
         self.task = env.get("SLURM_PROCID", "0") or "0"
         self.leader = self.task == "0"
+        self.key = shared.job_key(env)
         self.threshold = threshold
         self.window_s = window_s
         self.interval_s = interval_s
@@ -158,7 +159,7 @@ class Stragglers:
             else:
                 self._heed(wall)
             if self.leader and self.summary_dir is not None and self.summary is not None:
-                self.summary_dir.write_json(shared.JOB_SUMMARY, self.summary())
+                self.summary_dir.write_json(shared.summary_name(self.key), self.summary(), shared.SUMMARY_MAX_BYTES)
         except (OSError, ValueError) as e:
             self.problems["io"] = f"{type(e).__name__}: {e}"[:300]
 
@@ -247,13 +248,28 @@ class Stragglers:
         """The last word for the epilog's report (task 0 only)."""
         if self.leader and self.summary_dir is not None:
             try:
-                self.summary_dir.write_json(shared.JOB_SUMMARY, summary)
+                self.summary_dir.write_json(shared.summary_name(self.key), compact(summary), shared.SUMMARY_MAX_BYTES)
             except (OSError, ValueError) as e:
                 self.problems["io"] = f"{type(e).__name__}: {e}"[:300]
 
     def close(self) -> None:
         for d in {id(x): x for x in (self.dir, self.summary_dir) if x is not None}.values():
             d.close()
+
+
+def compact(status: Mapping[str, Any], points: int = 200) -> dict:
+    """The status for the job's report: history thinned to ``points`` per
+    series, so it stays far below what the report's reader accepts."""
+    out = dict(status)
+    p = dict(out.get("progress") or {})
+    hist = {}
+    for k, v in (p.get("history") or {}).items():
+        if isinstance(v, list):
+            step = max(1, len(v) // points)
+            hist[k] = v[::step][-points:] if step > 1 else v
+    p["history"] = hist
+    out["progress"] = p
+    return out
 
 
 def explain(gpus: Mapping[str, Any]) -> str:
@@ -344,4 +360,4 @@ def from_wrapper(w: Any) -> Optional[Stragglers]:
         interval = DEFAULT_INTERVAL_S
     sampler = o.nvml_sampler or gpu_sampler_from_env(env)
     return Stragglers(env, os.getcwd(), threshold=o.straggler_threshold, window_s=o.straggler_window_s,
-                      interval_s=interval, gpu_sampler=sampler, summary=lambda: w.status_dict("running"))
+                      interval_s=interval, gpu_sampler=sampler, summary=lambda: compact(w.status_dict("running")))

@@ -56,9 +56,9 @@ CHILD = textwrap.dedent("""
             elif kind == "tqdm":
                 w(f"\\r{100 * n // total:3d}%|#####     | {n}/{total} [00:10<00:10, {rate:.2f}it/s, loss=0.53]")
             elif kind == "hf":  # Hugging Face Trainer: bar redraws on stderr, a loss dict every 50 steps
-                sys.stderr.write(f"\r{100 * n // total:3d}%|#####     | {n}/{total} [00:10<00:10, {rate:.2f}it/s]")
+                sys.stderr.write(f"\\r{100 * n // total:3d}%|#####     | {n}/{total} [00:10<00:10, {rate:.2f}it/s]")
                 if n % 50 == 0:
-                    w(str({"loss": round(1.0 / n, 4), "grad_norm": 1.25, "learning_rate": 5e-05, "epoch": n / total}) + "\n")
+                    w(str({"loss": round(1.0 / n, 4), "grad_norm": 1.25, "learning_rate": 5e-05, "epoch": n / total}) + "\\n")
             elif kind == "megatron":
                 w(f" iteration {n:>8}/{total:>8} | consumed samples: {n * 1024:>12} | elapsed time per iteration (ms): 0.1 | lm loss: 2.63E+00 |\\n")
         # Keep the rate: sleep until the next batch is due.
