@@ -53,6 +53,18 @@ def test_task_rate_needs_enough_samples_over_the_window():
     assert task_rate([[0, 0], [1, 10], [100, 1000], [105, 1050], [110, 1100]], 110.0, 10.0) == pytest.approx(10.0)
 
 
+def test_gpu_sample_reads_clocks_and_power_under_deadlines():
+    from gcm_checks.run.stragglers import sample_gpus
+    from gcm_checks.sim.fake_nvml import FakeNvml
+
+    scen = {"gpus": [{"index": 0, "pci_bus_id": "00000000:18:00.0", "temperature_c": 50},
+                     {"index": 1, "pci_bus_id": "00000000:2A:00.0", "hang": True}]}
+    out = sample_gpus(lambda: FakeNvml(scen), timeout_s=0.2)
+    g0, g1 = out["gpus"]
+    assert g0["temperature_c"] == 50 and g0["sm_clock_mhz"] == 1980 and g0["power_w"] == 300.0
+    assert g1["responsive"] is False and "sm_clock_mhz" not in g1
+
+
 def test_explain_says_why_from_the_gpu_sample():
     g = {"gpus": [{"index": 0, "throttle_reasons": ["gpu_idle"]},
                   {"index": 3, "throttle_reasons": ["hw_thermal_slowdown"], "temperature_c": 91}]}
@@ -104,7 +116,7 @@ while time.monotonic() - start < secs:
 
 def test_task_0_names_the_slow_node_while_the_job_runs(tmp_path):
     scen = tmp_path / "hot.yaml"
-    scen.write_text("gpus:\n  count: 4\n  overrides:\n    3: {throttle_reasons: [hw_thermal_slowdown], temperature_c: 91}\n")
+    scen.write_text("gpus:\n  count: 4\n  overrides:\n    3: {throttle_reasons: [hw_thermal_slowdown], temperature_c: 91, sm_clock_mhz: 1110, power_w: 450}\n")
     child = tmp_path / "train.py"
     child.write_text(CHILD)
     procs = []
@@ -140,7 +152,7 @@ def test_task_0_names_the_slow_node_while_the_job_runs(tmp_path):
     assert [s["node"] for s in slow] == ["gpu-n2"]
     assert 0.4 < slow[0]["ratio"] < 0.75 and slow[0]["task"] == "2"
     # The slow node's own task looked at its GPUs; the report can say why.
-    assert "thermal slowdown on GPU 3 (91 C)" in slow[0]["why"]
+    assert "thermal slowdown on GPU 3 (91 C, 1110 MHz, 450 W)" in slow[0]["why"]
     # After the tasks ended nobody is slow now, but the record keeps who was.
     final = json.loads((tmp_path / "task0.log.report.json").read_text())
     seen = final["stragglers_seen"]

@@ -334,6 +334,8 @@ def gpu_sampler_from_env(env: Mapping[str, str]) -> Optional[Callable[[], dict]]
 
 
 def sample_gpus(loader: Callable[[], Any], timeout_s: float = 2.0) -> dict:
+    """Temperature and throttle reasons through the gather layer, then the
+    SM clock and power draw, every NVML call under a deadline."""
     from gcm_checks.gather import nvml
 
     facts = nvml.gather(loader, timeout_s, total_s=4 * timeout_s)
@@ -344,7 +346,39 @@ def sample_gpus(loader: Callable[[], Any], timeout_s: float = 2.0) -> dict:
     out: Dict[str, Any] = {"at": time.time(), "gpus": gpus}
     if facts.init_error is not None or facts.init_hang or facts.import_error:
         out["error"] = facts.import_error or ("nvmlInit hung" if facts.init_hang else f"nvmlInit error {facts.init_error}")
+        return out
+    _clocks_and_power(loader, [g for g in gpus if g["responsive"]], timeout_s)
     return out
+
+
+def _clocks_and_power(loader: Callable[[], Any], gpus: List[dict], timeout_s: float) -> None:
+    from gcm_checks.deadline import DeadlineExceeded, call_with_deadline
+
+    try:
+        nv = loader()
+        call_with_deadline(nv.nvmlInit, timeout_s, "nvmlInit")
+    except Exception:  # noqa: BLE001 - the gather pass already said what it could
+        return
+    hung = False
+    for g in gpus[:16]:
+        try:
+            h = call_with_deadline(lambda i=g["index"]: nv.nvmlDeviceGetHandleByIndex(i), timeout_s, "handle")
+            clock = getattr(nv, "nvmlDeviceGetClockInfo", None)
+            if clock is not None:
+                g["sm_clock_mhz"] = int(call_with_deadline(lambda: clock(h, getattr(nv, "NVML_CLOCK_SM", 1)), timeout_s, "clock"))
+            power = getattr(nv, "nvmlDeviceGetPowerUsage", None)
+            if power is not None:
+                g["power_w"] = round(call_with_deadline(lambda: power(h), timeout_s, "power") / 1000.0, 1)
+        except DeadlineExceeded:
+            hung = True
+            break
+        except Exception:  # noqa: BLE001 - not supported on this GPU: leave the field out
+            continue
+    if not hung:
+        try:
+            call_with_deadline(nv.nvmlShutdown, 1.0, "nvmlShutdown")
+        except Exception:  # noqa: BLE001
+            pass
 
 
 def from_wrapper(w: Any) -> Optional[Stragglers]:
