@@ -190,8 +190,11 @@ def summary_lines(report: Mapping[str, Any]) -> List[str]:
         return []
     from gcm_checks.safeio import clean_text
 
-    lines = [f"Reached {_where(p)}" + (f", last loss {p['loss']}" if p.get("loss") is not None else "") + "."]
-    if p.get("stalled_s"):
+    # The report's own gcm-run lines (report["run"], report.runlink) already
+    # say where it got to, the loss and the stalls: do not say it twice.
+    said = bool(report.get("run"))
+    lines = [] if said else [f"Reached {_where(p)}" + (f", last loss {p['loss']}" if p.get("loss") is not None else "") + "."]
+    if p.get("stalled_s") and not said:
         lines.append(f"Stalled: no step for {_dur(p['stalled_s'])}.")
     for s in p.get("stragglers") or ():
         if not isinstance(s, Mapping):
@@ -202,7 +205,7 @@ def summary_lines(report: Mapping[str, Any]) -> List[str]:
             continue
         why = f": {s['why']}" if s.get("why") else ""
         lines.append(clean_text(f"Slow node {s.get('node')} (task {s.get('task')}): {pct:+d}% step rate against the other nodes{why}."))
-    for a in (p.get("alerts") or ())[:5]:
+    for a in () if said else (p.get("alerts") or ())[:5]:
         lines.append(clean_text(f"Alert: {a.get('message')}"))
     keys = [k for k in ("learning_rate", "grad_norm", "eval_loss") if k in (p.get("metrics") or {})]
     if keys:
@@ -212,10 +215,10 @@ def summary_lines(report: Mapping[str, Any]) -> List[str]:
 
 def text_lines(report: Mapping[str, Any]) -> List[str]:
     lines = summary_lines(report)
-    if not lines:
-        return []
     hist = (report.get("progress") or {}).get("history") or {}
     loss = [v for _, v in _series(hist, "loss")]
+    if not lines and len(loss) < 2:
+        return []
     out = ["", "Training progress (gcm-run):"] + [f"  {x}" for x in lines]
     if len(loss) >= 2:
         out.append(f"  loss {sparkline(loss, 40)}")
@@ -227,13 +230,15 @@ def text_lines(report: Mapping[str, Any]) -> List[str]:
 
 def html_parts(report: Mapping[str, Any]) -> List[str]:
     lines = summary_lines(report)
-    if not lines:
-        return []
     hist = (report.get("progress") or {}).get("history") or {}
-    parts = ["<h3>Training progress</h3><ul>"] + [f"<li>{html.escape(x)}</li>" for x in lines] + ["</ul>"]
     curves = [svg_curve(_series(hist, "loss"), "loss by step", colour="#b00020"),
               svg_curve(rate_series(hist), "steps per second by step")]
     curves = [c for c in curves if c]
+    if not lines and not curves:
+        return []
+    parts = ["<h3>Training progress</h3>"]
+    if lines:
+        parts += ["<ul>"] + [f"<li>{html.escape(x)}</li>" for x in lines] + ["</ul>"]
     if curves:
         parts.append("<p>" + " ".join(curves) + "</p>")
     return parts

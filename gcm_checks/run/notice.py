@@ -59,6 +59,12 @@ def exit_report(status: Mapping[str, Any], classification: Optional[Mapping[str,
     report = build.build_report(job, {}, classification=cls, logs=logs,
                                 generated_by=f"gcm-run@{socket.gethostname().split('.')[0]}", notes=notes)
     report["progress"] = from_status(status)
+    try:  # the job report's own gcm-run section, where report.runlink exists
+        from gcm_checks.report.runlink import run_section
+
+        report["run"] = run_section(status)
+    except ImportError:
+        pass
     return report
 
 

@@ -149,17 +149,18 @@ class Stragglers:
 
     # -------------------------------------------------------------- periodic
     def tick(self, snap: Any, mono: float, wall: float, done: Optional[float] = None) -> None:
-        if self.dir is None or mono < self._next:
+        if mono < self._next:
             return
         self._next = mono + self.interval_s
         try:
-            self._publish(snap, wall, done)
-            if self.leader:
-                self._judge(wall)
-            else:
-                self._heed(wall)
-            if self.leader and self.summary_dir is not None and self.summary is not None:
-                self.summary_dir.write_json(shared.summary_name(self.key), self.summary(), shared.SUMMARY_MAX_BYTES)
+            if self.dir is not None:
+                self._publish(snap, wall, done)
+                if self.leader:
+                    self._judge(wall)
+                else:
+                    self._heed(wall)
+            if self.leader and self.summary is not None:
+                self._write_summary(self.summary())
         except (OSError, ValueError) as e:
             self.problems["io"] = f"{type(e).__name__}: {e}"[:300]
 
@@ -246,11 +247,20 @@ class Stragglers:
 
     def final(self, summary: dict) -> None:
         """The last word for the epilog's report (task 0 only)."""
-        if self.leader and self.summary_dir is not None:
+        if self.leader:
             try:
-                self.summary_dir.write_json(shared.summary_name(self.key), compact(summary), shared.SUMMARY_MAX_BYTES)
+                self._write_summary(compact(summary))
             except (OSError, ValueError) as e:
                 self.problems["io"] = f"{type(e).__name__}: {e}"[:300]
+
+    def _write_summary(self, data: dict) -> None:
+        if self.summary_dir is None:
+            return
+        name = shared.summary_name(self.key)
+        try:
+            self.summary_dir.write_json(name, data, shared.SUMMARY_MAX_BYTES)
+        except ValueError:  # too big for the report's reader: the curves go first
+            self.summary_dir.write_json(name, compact(data, points=0), shared.SUMMARY_MAX_BYTES)
 
     def close(self) -> None:
         for d in {id(x): x for x in (self.dir, self.summary_dir) if x is not None}.values():
@@ -264,7 +274,7 @@ def compact(status: Mapping[str, Any], points: int = 200) -> dict:
     p = dict(out.get("progress") or {})
     hist = {}
     for k, v in (p.get("history") or {}).items():
-        if isinstance(v, list):
+        if isinstance(v, list) and points > 0:
             step = max(1, len(v) // points)
             hist[k] = v[::step][-points:] if step > 1 else v
     p["history"] = hist
