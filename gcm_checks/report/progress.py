@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 import json
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 MAX_BYTES = 256 * 1024
 SVG_POINTS = 200  # a curve in a mail needs no more

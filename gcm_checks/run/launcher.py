@@ -23,7 +23,7 @@ import signal
 import subprocess
 import time
 import uuid
-from typing import Callable, Dict, List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional
 
 from gcm_checks.run import guard, live
 from gcm_checks.run import status as st

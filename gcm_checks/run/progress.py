@@ -18,14 +18,11 @@ import re
 from dataclasses import dataclass, replace
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from gcm_checks.run.formats import (  # noqa: F401 - re-exported: tests and tools import them from here
-    PARSERS,
-    ProgressEvent,
-    finite,
-    loss_is_bad,
-    parse_line,
-    to_float,
-)
+from gcm_checks.run.formats import PARSERS, ProgressEvent, finite, loss_is_bad, parse_line, to_float
+
+# Re-exported: tests and tools import the parsers from here.
+__all__ = ["PARSERS", "ProgressEvent", "finite", "loss_is_bad", "parse_line", "to_float", "Series", "Snapshot",
+           "Tracker", "ChunkScanner", "parse_all", "HISTORY_POINTS"]
 
 # ---------------------------------------------------------------- history
 

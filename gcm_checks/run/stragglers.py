@@ -333,10 +333,10 @@ def gpu_sampler_from_env(env: Mapping[str, str]) -> Optional[Callable[[], dict]]
         data = scenario.load(sim)
         loader: Callable[[], Any] = lambda: FakeNvml(data)  # noqa: E731
     else:
-        try:
-            import pynvml  # noqa: F401
-        except ImportError:
-            return None
+        import importlib.util
+
+        if importlib.util.find_spec("pynvml") is None:
+            return None  # no NVML bindings: no "why", nothing else changes
         from gcm_checks.gather.nvml import load_pynvml
 
         loader = load_pynvml
