@@ -160,3 +160,47 @@ def test_task_0_names_the_slow_node_while_the_job_runs(tmp_path):
     # The job summary for the epilog's report, under the working directory.
     summary = json.loads((tmp_path / ".gcm-run" / "4242.status.json").read_text())
     assert summary["run_id"] == final["run_id"]
+
+
+class Snap:
+    def __init__(self, step):
+        self.step, self.steps_seen = step, 1
+
+
+def test_a_node_that_straggles_again_is_an_admin_event_not_a_drain(tmp_path, monkeypatch):
+    from gcm_checks.run import stragglers as sg
+
+    events = []
+    env = {"SLURM_JOB_ID": "9", "SLURM_PROCID": "0", "SLURMD_NODENAME": "n0", "GCM_RUN_SHARED_DIR": str(tmp_path / "sh")}
+    leader = sg.Stragglers(env, str(tmp_path), threshold=0.2, window_s=10.0, interval_s=1.0, event_sink=events.append)
+    other = leader.dir
+
+    def publish_n1(t, step):
+        other.write_json("task-1.json", {"node": "n1", "task": "1", "updated": t,
+                                         "samples": [[t - 8, step - 8 * r1], [t - 4, step - 4 * r1], [t, step]]})
+
+    t, s0, s1 = 1000.0, 0.0, 0.0
+    for phase, r1 in enumerate([5.0, 10.0, 5.0]):  # slow, recovered, slow again
+        for _ in range(15):
+            t += 1.0
+            s0 += 10.0
+            s1 += r1
+            publish_n1(t, s1)
+            leader.samples = [(t - 8, s0 - 80), (t - 4, s0 - 40)]
+            leader.tick(Snap(s0), t, t, s0)
+        named = [s["node"] for s in leader.current()]
+        assert named == (["n1"] if phase != 1 else []), (phase, named)
+    assert [e["node"] for e in events] == ["n1"] and events[0]["episodes"] == 2
+    assert leader.info()["admin_events"][0]["node"] == "n1"
+    seen = leader.seen()
+    assert seen[0]["node"] == "n1" and seen[0]["ratio"] == pytest.approx(0.5, abs=0.05)
+
+
+def test_admin_event_writes_a_log_line_and_a_prometheus_sample(tmp_path, monkeypatch):
+    from gcm_checks.run import stragglers as sg
+
+    monkeypatch.setenv("GCM_RUN_METRICS_DIR", str(tmp_path))
+    monkeypatch.setenv("SLURM_JOB_ID", "77")
+    sg.admin_event({"node": "gpu-n2", "episodes": 2, "ratio": 0.7})
+    prom = (tmp_path / "gcm_checks_gcm_run_straggler.prom").read_text()
+    assert 'gcm_run_straggler_episodes{' in prom and 'node="gpu-n2"' in prom and prom.rstrip().endswith(" 2")
