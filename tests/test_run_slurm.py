@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from test_report_slurm import world  # noqa: F401 - the real epilog, an SMTP sink
+
 pytestmark = pytest.mark.slurm
 
 REPO = Path(__file__).resolve().parents[1]
@@ -133,3 +135,48 @@ def test_two_node_job_shows_the_straggler_in_squeue(clean_cluster, tmp_path):
     assert "node1" not in named[0].split("slow:")[1]
     c._cmd("scancel", str(job), check=False)
     c.wait_job(job, {"CANCELLED", "COMPLETED", "FAILED"}, timeout=90)
+
+
+def test_gcm_run_job_gets_one_mail_the_job_report_with_its_progress(world):  # noqa: F811 - fixture
+    """Inside Slurm gcm-run sends no mail of its own: the epilog's one report
+    carries its progress, loss curve and stall (issue 13: one message per run)."""
+    import email
+    from email import policy as email_policy
+
+    from test_report_slurm import _wait
+
+    cluster, sink, settings = world
+    child = os.path.join(cluster.jobdir, f"fail-{time.monotonic_ns()}.py")
+    Path(child).write_text(
+        "import sys, time\n"
+        "for i in range(1, 16):\n"
+        "    print(f'step {i}/100 loss={2.0 / i:.4f}', flush=True)\n"
+        "    time.sleep(0.1)\n"
+        "print('torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB', file=sys.stderr)\n"
+        "sys.exit(1)\n"
+    )
+    cfg = os.path.join(cluster.root, "user-gcm.yaml")
+    Path(cfg).write_text(json.dumps({"notify": settings["notify"], "report": {"outbox_dir": f"{cluster.root}/user-outbox"}}))
+    script = (
+        "#!/bin/bash\n"
+        f"export PYTHONPATH={REPO} GCM_CHECKS_CONFIG={cfg} GCM_RUN_STRAGGLER_INTERVAL=0.3\n"
+        f"export GCM_RUN_INDEX={cluster.jobdir}/index\n"
+        f"exec {sys.executable} -m gcm_checks.run_cli --log {cluster.jobdir}/run-$SLURM_JOB_ID.log --notify always"
+        f" -- {sys.executable} {child}\n"
+    )
+    job_id = cluster.sbatch(script, job_name="gcmrunfail")
+    cluster.wait_job(job_id, {"FAILED"}, timeout=90)
+    report_json = os.path.join(settings["report"]["report_dir"], job_id, "report.json")
+    assert _wait(lambda: os.path.exists(report_json), 30)
+    doc = json.load(open(report_json))
+    assert doc["progress"]["step"] == 15 and len(doc["progress"]["history"]["loss"]) >= 3
+    assert _wait(lambda: len(sink.messages) >= 1, 30)
+    time.sleep(2.0)  # gcm-run's own mail, if it sent one, would be here by now
+    assert len(sink.messages) == 1
+    msg = email.message_from_bytes(sink.messages[0], policy=email_policy.default)
+    assert job_id in msg["Subject"]
+    html = msg.get_body(("html",)).get_content()
+    text = msg.get_body(("plain",)).get_content()
+    assert "<svg" in html and "loss" in text
+    rep = json.loads(Path(f"{cluster.jobdir}/run-{job_id}.log.report.json").read_text())
+    assert "job's one report" in rep["notifications"][0]["skipped"]
