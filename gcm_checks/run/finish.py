@@ -123,7 +123,8 @@ def finish_run(w: "Wrapper") -> None:
     if w._poster is not None:
         code = w.state.exit_code
         word = "done" if code == 0 else (f"killed {report['exit'].get('signal')}" if w.state.signal else f"exit {code}")
-        w._poster.final(format_comment(w.tracker.snap, state=word))
+        seen = w.stragglers.seen() if w.stragglers is not None else []
+        w._poster.final(format_comment(w.tracker.snap, state=word, stragglers=seen))
     # The status file is the live view; leave it in its final state too.
     w._write_status("exited")
     if not skip and should_notify(w.opts.notify_policy, run_failed(report)):
