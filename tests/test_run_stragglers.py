@@ -85,6 +85,17 @@ def test_shared_dir_refuses_a_planted_symlink(tmp_path):
         shared.SharedDir.open(str(base), "job-10")
 
 
+def test_shared_base_may_be_a_sticky_shared_directory(tmp_path):
+    base = tmp_path / "scratch"
+    base.mkdir()
+    os.chmod(base, 0o1777)
+    d = shared.SharedDir.open(str(base), "job-3")
+    assert (os.stat(d.path).st_mode & 0o777) == 0o700
+    os.chmod(base, 0o777)  # world-writable without the sticky bit: refused
+    with pytest.raises(PermissionError):
+        shared.SharedDir.open(str(base), "job-4")
+
+
 def test_shared_dir_never_writes_through_a_planted_file_link(tmp_path):
     d = shared.SharedDir.open(str(tmp_path / "base"), "job-1")
     victim = tmp_path / "victim"

@@ -66,7 +66,7 @@ class SharedDir:
     def open(cls, base: str, name: str) -> "SharedDir":
         """Create (if needed) and open ``base/name``; OSError if unsafe."""
         os.makedirs(os.path.dirname(os.path.abspath(base)) or "/", exist_ok=True)
-        base_fd = _open_own_dir(base)
+        base_fd = _open_own_dir(base, sticky_ok=True)
         try:
             try:
                 os.mkdir(name, 0o700, dir_fd=base_fd)
@@ -132,7 +132,11 @@ class SharedDir:
             pass
 
 
-def _open_own_dir(path: str, dir_fd: Optional[int] = None) -> int:
+def _open_own_dir(path: str, dir_fd: Optional[int] = None, *, sticky_ok: bool = False) -> int:
+    """Open a directory that is ours and writable by nobody else. With
+    ``sticky_ok`` (a base like ``$GCM_RUN_SHARED_DIR=/scratch/shared``), a
+    sticky world-writable directory is fine too: others cannot replace what
+    we create in it, and our job directory below is checked strictly."""
     if dir_fd is None:
         try:
             os.mkdir(path, 0o700)
@@ -140,7 +144,8 @@ def _open_own_dir(path: str, dir_fd: Optional[int] = None) -> int:
             pass
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     st = os.fstat(fd)
-    if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    ours = st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if not ours and not (sticky_ok and st.st_mode & stat.S_ISVTX and st.st_uid in (0, os.geteuid())):
         os.close(fd)
         raise PermissionError(f"{path}: not ours, or writable by others")
     return fd
