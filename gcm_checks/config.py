@@ -21,6 +21,7 @@ file, the key and what was expected.
 from __future__ import annotations
 
 import copy
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
@@ -41,13 +42,14 @@ class Key:
     choices: Tuple[Any, ...] = ()
     nullable: bool = False
     minimum: Optional[float] = None
+    maximum: Optional[float] = None
 
 
 STATUS_CHOICES = ("pass", "warn", "fail", "unknown")
 
 # Sections are plain dicts of Key; a nested dict is a nested section.
 SCHEMA: Dict[str, Any] = {
-    "budget_s": Key("float", 10.0, "Hard wall-clock budget for one run; keep below Slurm's PrologEpilogTimeout.", minimum=0.5),
+    "budget_s": Key("float", 10.0, "Hard wall-clock budget for one run; keep below Slurm's PrologEpilogTimeout.", minimum=0.5, maximum=86400),
     "log_path": Key("str", "/var/log/gcm-checks/gcm-checks.log", "JSON-lines log, one file per node, opened before any check runs."),
     "state_dir": Key("str", "/var/lib/gcm-checks", "Node-local state: job start times, last scan, our drains, counters."),
     "simulate": Key("str", None, "Simulated scenario (name or path) replacing hardware only; for tests and demos.", nullable=True),
@@ -58,8 +60,9 @@ SCHEMA: Dict[str, Any] = {
     },
     "gpu": {
         "count": Key("int", None, "Expected GPUs on this node; null = do not check the count (0 = no GPUs expected).", nullable=True, minimum=0),
-        "nvml_timeout_s": Key("float", 2.0, "Deadline for each GPU's NVML calls; a GPU that does not answer is failed.", minimum=0.05),
-        "nvml_init_timeout_s": Key("float", 6.0, "Deadline for nvmlInit, which initialises every GPU when persistence mode is off.", minimum=0.05),
+        "nvml_timeout_s": Key("float", 2.0, "Deadline for each GPU's NVML calls; a GPU that does not answer within it is failed "
+                              "(one cut short by the run budget is unknown).", minimum=0.05, maximum=600),
+        "nvml_init_timeout_s": Key("float", 6.0, "Deadline for nvmlInit, which initialises every GPU when persistence mode is off.", minimum=0.05, maximum=600),
         "ecc_uncorrected_max": Key("int", 0, "Volatile uncorrectable ECC errors tolerated before failing.", minimum=0),
         "temperature_max_c": Key("int", 90, "GPU temperature (C) at or above which the GPU fails.", minimum=0),
         "leftover_processes": Key("str", "warn", "Status when compute processes from a previous job remain.", choices=("warn", "fail")),
@@ -67,7 +70,11 @@ SCHEMA: Dict[str, Any] = {
     "slurm": {
         "backend": Key("str", "cli", "cli (scontrol), pyslurm, or auto (pyslurm when importable).", choices=("cli", "pyslurm", "auto")),
         "scontrol": Key("str", None, "Absolute path to scontrol; null = search standard locations (a prolog has no PATH).", nullable=True),
-        "timeout_s": Key("float", 5.0, "Deadline for each scontrol call.", minimum=0.1),
+        "timeout_s": Key("float", 5.0, "Deadline for each scontrol call.", minimum=0.1, maximum=600),
+        "brake_share": Key("float", None, "Mass-drain brake: do not drain when this share (0-1) of the node's partition already carries a gcm drain "
+                           "for the same check from the last slurm.brake_window_s; null = off (docs/slurm.md).", nullable=True, minimum=0, maximum=1),
+        "brake_count": Key("int", None, "Mass-drain brake: do not drain when this many nodes already carry such a drain; null = off.", nullable=True, minimum=1),
+        "brake_window_s": Key("float", 900.0, "How recent a gcm drain must be to count for the brake.", minimum=1, maximum=604800),
         "resume_on_pass": Key("bool", True, "Health mode resumes a node drained by gcm once the same checks pass."),
     },
     # InfiniBand checks over sysfs (gcm_checks.checks.ib).
@@ -169,8 +176,14 @@ def _describe(k: Key) -> str:
             "list": "a list", "dict": "a mapping", "any": "a value"}[k.kind]
     if k.choices:
         base = "one of " + ", ".join(map(str, k.choices))
-    if k.minimum is not None:
+    if k.kind in ("int", "float"):
+        base = "a finite " + base[2:] if k.kind == "float" else base
+    if k.minimum is not None and k.maximum is not None:
+        base += f" in [{k.minimum:g}, {k.maximum:g}]"
+    elif k.minimum is not None:
         base += f" >= {k.minimum:g}"
+    elif k.maximum is not None:
+        base += f" <= {k.maximum:g}"
     if k.nullable:
         base += " or null"
     return base
@@ -190,7 +203,10 @@ def _check_value(source: str, dotted: str, k: Key, v: Any) -> Any:
         "dict": isinstance(v, dict),
         "any": True,
     }[k.kind]
-    if not ok or (k.choices and v not in k.choices) or (k.minimum is not None and v < k.minimum):
+    if ok and k.kind in ("int", "float") and not math.isfinite(v):
+        ok = False  # .nan compares false with every bound; .inf is no deadline
+    if not ok or (k.choices and v not in k.choices) or (k.minimum is not None and v < k.minimum) \
+            or (k.maximum is not None and v > k.maximum):
         raise ConfigError(source, dotted, _describe(k), v)
     return float(v) if k.kind == "float" else v
 
@@ -231,6 +247,13 @@ def _validate_nodes(source: str, nodes: Any) -> None:
         m = sec["match"]
         if not (isinstance(m, str) or (isinstance(m, list) and all(isinstance(x, str) for x in m))):
             raise ConfigError(source, f"{where}.match", "a hostlist/glob/re: pattern or a list of them", m)
+        from gcm_checks.hostlist import validate
+
+        for pat in ([m] if isinstance(m, str) else m):
+            try:
+                validate(pat)
+            except ValueError as e:
+                raise ConfigError(source, f"{where}.match", f"a valid pattern ({e})", pat) from None
         _validate_section(source, sec.get("set") or {}, SCHEMA, f"{where}.set.", allow_nodes=False)
 
 
@@ -255,6 +278,7 @@ class Settings:
     source: str = "(defaults)"
     node: str = ""
     matched_sections: List[int] = field(default_factory=list)
+    config_error: Optional[str] = None  # set when the config was broken and defaults run
 
     def get(self, dotted: str, default: Any = None) -> Any:
         cur: Any = self.data
@@ -280,23 +304,53 @@ def find_config(explicit: Optional[str] = None, env: Optional[Dict[str, str]] = 
         candidates.append(os.path.join(os.path.dirname(env["SLURM_CONF"]), "gcm-checks.yaml"))
     candidates += ["/etc/gcm-checks/config.yaml", "/etc/slurm/gcm-checks.yaml"]
     for c in candidates:
-        if os.path.isfile(c):
+        # exists, not isfile: a directory (or unreadable file) where the
+        # config belongs is an error the admin must hear about, not "no config".
+        if os.path.exists(c):
             return c
     return None
 
 
-def parse_file(path: str) -> Dict[str, Any]:
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+
+
+def read_text(path: str) -> str:
+    """The config file's text; every way reading it can go wrong is a ConfigError."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError(path, "(file)", "an existing readable file") from None
+    except IsADirectoryError:
+        raise ConfigError(path, "(file)", "a file, not a directory") from None
+    except PermissionError:
+        raise ConfigError(path, "(file)", "a file this user may read (permission denied)") from None
+    except OSError as e:
+        raise ConfigError(path, "(file)", f"a readable file ({e.strerror or e})") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(path, "(file)", f"at most {MAX_CONFIG_BYTES} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise ConfigError(path, f"line {line}", f"UTF-8 text (invalid byte at offset {e.start})") from None
+
+
+def parse_text(path: str, text: str) -> Any:
     import yaml  # lazily: only when a file is actually configured
 
     try:
-        with open(path, "r", encoding="utf-8") as f:
-            data = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml when built in
-    except FileNotFoundError:
-        raise ConfigError(path, "(file)", "an existing readable file") from None
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml when built in
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "(syntax)"
         raise ConfigError(path, where, f"valid YAML ({getattr(e, 'problem', e)})") from None
+    except (RecursionError, MemoryError, ValueError, TypeError) as e:  # absurd nesting, huge numbers
+        raise ConfigError(path, "(syntax)", f"YAML of sane size and depth ({type(e).__name__})") from None
+
+
+def parse_file(path: str) -> Dict[str, Any]:
+    data = parse_text(path, read_text(path))
     if data is None:
         data = {}
     _validate_section(path, data, SCHEMA, "", allow_nodes=True)
@@ -325,6 +379,46 @@ def load(path: Optional[str] = None, node: Optional[str] = None) -> Settings:
     found = find_config(path)
     data = parse_file(found) if found else {}
     return resolve(data, node, found or "(defaults)")
+
+
+# Where a run with a broken config still writes: its log, state and metrics,
+# when the broken file names them validly (else the built-in defaults).
+SALVAGE = ("log_path", "state_dir", "telemetry.prometheus_textfile_dir")
+
+
+def load_or_defaults(path: Optional[str] = None, node: Optional[str] = None) -> Tuple[Settings, Optional[ConfigError]]:
+    """``load``, but a broken config never stops a run and never drains.
+
+    On a ConfigError: built-in defaults in report-only (hardware still checked,
+    nothing changed in Slurm), with the few locations above kept from the
+    broken file when they are valid, so the admin finds the loud log line and
+    the ``gcm_config_error`` metric where they look. Returns (settings, error).
+    """
+    node = node or node_name()
+    try:
+        return load(path, node), None
+    except ConfigError as e:
+        err = e
+    data: Dict[str, Any] = {}
+    try:
+        raw = parse_text(err.source, read_text(err.source)) if err.source and err.source != "(defaults)" else None
+    except ConfigError:
+        raw = None
+    if isinstance(raw, dict):
+        for dotted in SALVAGE:
+            head, _, tail = dotted.partition(".")
+            v = raw.get(head)
+            if tail:
+                v = v.get(tail) if isinstance(v, dict) else None
+            if isinstance(v, str) and v:
+                if tail:
+                    data.setdefault(head, {})[tail] = v
+                else:
+                    data[head] = v
+    data["report_only"] = True
+    settings = resolve(data, node, f"{err.source} (broken: built-in defaults, report-only)")
+    settings.config_error = str(err)
+    return settings, err
 
 
 def node_name(env: Optional[Dict[str, str]] = None) -> str:

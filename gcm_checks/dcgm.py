@@ -263,10 +263,51 @@ def classify_error(err: "DiagError") -> Finding:
     return Finding.HARDWARE
 
 
+# Deployment tests that judge a node SETTING, not the GPU (issue 18): a
+# failure warns and names the setting, whatever DCGM's severity (2.x prints
+# "Fail" with no error text at all). DCGM 2.x/3.x name them as tests; 4.x
+# folds them into its "software" test and starts the text with the name
+# ("Persistence Mode: Persistence mode for GPU 0 is disabled ...").
+CONFIG_TESTS = {
+    "persistence mode": "persistence mode (nvidia-smi -pm 1, or nvidia-persistenced)",
+    "environmental variables": "environment variables (CUDA_*/NVVS_* set in DCGM's environment)",
+    "environment variables": "environment variables (CUDA_*/NVVS_* set in DCGM's environment)",
+    "permissions and os-related blocks": "device permissions / OS blocks (/dev/nvidia* access, cgroups)",
+    "permissions and os blocks": "device permissions / OS blocks (/dev/nvidia* access, cgroups)",
+    "permissions": "device permissions / OS blocks (/dev/nvidia* access, cgroups)",  # 1.x/2.x name
+    "environment": "environment variables (CUDA_*/NVVS_* set in DCGM's environment)",  # 1.x/2.x name
+    "denylist": "denylisted driver loaded (e.g. nouveau)",
+    "blacklist": "denylisted driver loaded (e.g. nouveau)",
+    "graphics processes": "graphics processes running on the GPUs",
+}
+# Deployment tests of DCGM's own prerequisites: a failure without text says
+# DCGM could not test, not that the GPU is bad. 4.x's "software" test holds
+# every deployment sub-check, so a text-less failure there could be any.
+_SOFTWARE_TESTS = frozenset({"software", "nvml library", "cuda main library", "cuda toolkit libraries",
+                             "cuda toolkit library", "fabric manager"})
+
+
+def config_setting(entry: "DiagEntry") -> Optional[str]:
+    """The node setting a failed entry judges, or None for a hardware test."""
+    name = (entry.test or "").strip().lower()
+    if name in CONFIG_TESTS:
+        return CONFIG_TESTS[name]
+    for e in entry.errors:
+        head = e.text.split(":", 1)[0].strip().lower() if ":" in e.text else ""
+        if head in CONFIG_TESTS:
+            return CONFIG_TESTS[head]
+    return None
+
+
 def entry_finding(entry: "DiagEntry") -> Finding:
-    """The worst finding among a failed entry's errors (no errors: hardware,
-    trusting DCGM's own Fail)."""
+    """The worst finding among a failed entry's errors (no errors: hardware
+    for a hardware test, trusting DCGM's own Fail; config for a test of a
+    setting; software for DCGM's own prerequisites)."""
+    if config_setting(entry) is not None and not any(e.severity in (_SEV_ISOLATE, _SEV_RESET) for e in entry.errors):
+        return Finding.CONFIG
     if not entry.errors:
+        if (entry.test or "").strip().lower() in _SOFTWARE_TESTS:
+            return Finding.SOFTWARE
         return Finding.HARDWARE
     found = {classify_error(e) for e in entry.errors}
     for f in (Finding.HARDWARE, Finding.SOFTWARE, Finding.CONFIG, Finding.XID, Finding.MONITOR):

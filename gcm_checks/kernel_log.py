@@ -39,7 +39,19 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from typing import IO, Any, Iterator, List, Optional, Tuple
 
 DEFAULT_CONTAINS = b"NVRM"
-XID_MARK = b"NVRM: Xid"  # what the fast file path searches for
+XID_MARK = b"NVRM: Xid"
+# What the fast file path searches for (issue 18): XID lines, the driver's
+# fallen-off-the-bus text that comes without an Xid line (single-line and the
+# opening of the three-line form), and NVSwitch SXids (no "NVRM" in them).
+# "NVRM: The NVIDIA GPU <bus>", the opening of the three-line form, is not a
+# mark of its own (one more pass over every chunk): a "fallen off the bus"
+# hit looks back for it (LOOKBACK).
+FILE_MARKS = (XID_MARK, b"fallen off the bus", b": SXid (")
+LOOKBACK_MARK = b"fallen off the bus"
+LOOKBACK = (b"NVRM: The NVIDIA GPU", b"NVRM: (PCI ID")
+LOOKBACK_LINES = 2
+# What the line-by-line sources (kmsg, journal, text) keep.
+KERNEL_MARKS = (DEFAULT_CONTAINS, b"SXid")
 FOLLOW_LINES = 4  # lines after an XID examined for its continuation
 _CHUNK = 1 << 20  # 1 MiB reads into one reused buffer: memory is constant
 _MAX_LINE = 1 << 20  # a "line" longer than this is binary junk; skip it
@@ -161,6 +173,10 @@ _RE_ISO = re.compile(
 _RE_DMESG_T = re.compile(r"\[(?:\w{3}) (\w{3}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})\]")
 _RE_SYSLOG = re.compile(r"(?:^|\s)(\w{3}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) \S+ ")
 _RE_MONO = re.compile(r"\[\s*(\d+)\.(\d+)\]")
+# A saved /dev/kmsg record: "pri,seq,usec,flags[,...];message" (Documentation/ABI/testing/dev-kmsg).
+_RE_KMSG = re.compile(r"^\s*\d+,\d+,(\d+),[^;]*;")
+# Where the message starts: stamps are only looked for before it.
+_RE_MSG_START = re.compile(r"NVRM|nvidia-nvswitch\d|SXid \(")
 
 
 @dataclass(frozen=True)
@@ -174,8 +190,14 @@ def stamp(line: str, ctx: StampContext) -> Tuple[Optional[float], float]:
     """(epoch or None, resolution) for one kernel log line."""
     # Only look before the message itself, so a date inside a message (a
     # filename, a quoted log) is never taken for the stamp.
-    cut = line.find("NVRM")
-    head = line if cut < 0 else line[:cut]
+    ms = _RE_MSG_START.search(line)
+    head = line if ms is None else line[:ms.start()]
+    k = _RE_KMSG.match(head)
+    if k:
+        # No wall clock in a kmsg record: microseconds since boot, placed with the boot time.
+        if ctx.boot_time is None:
+            return None, 1e-6
+        return ctx.boot_time + int(k.group(1)) / 1e6, 1e-6
     m = _RE_ISO.search(head)
     if m:
         y, mo, d, h, mi, s, frac, off = m.groups()
@@ -237,14 +259,14 @@ def in_window(ts: Optional[float], resolution: float, since: Optional[float], un
 def iter_lines_file(
     f: IO[bytes],
     *,
-    contains: Optional[bytes] = XID_MARK,
+    contains: Any = FILE_MARKS,
     follow: int = 0,
     follow_contains: bytes = DEFAULT_CONTAINS,
     chunk_size: int = _CHUNK,
 ) -> Iterator[str]:
     """Candidate lines of a binary stream, decoded; memory bounded by chunk_size.
 
-    With ``contains`` only lines holding that byte string are decoded: the
+    With ``contains`` (a byte string or a tuple of them) only lines holding one are decoded: the
     search runs over the raw chunk (``bytes.find`` is a C loop), so lines
     without it cost almost nothing. ``follow`` > 0 also yields, among the
     ``follow`` lines after each hit, those holding ``follow_contains``: the
@@ -286,10 +308,16 @@ def iter_lines_file(
         yield from _candidates(last_line, 0, len(last_line), contains, follow, follow_contains, left)
 
 
-def _candidates(buf: Any, begin: int, end: int, contains: Optional[bytes], follow: int, follow_contains: bytes,
+def _candidates(buf: Any, begin: int, end: int, contains: Any, follow: int, follow_contains: bytes,
                 left: List[int]) -> Iterator[str]:
     """Candidate lines in ``buf[begin:end]``, which holds whole lines only."""
-    if contains is None:
+    marks: Tuple[bytes, ...] = (contains,) if isinstance(contains, bytes) else tuple(contains or ())
+    if len(marks) > 1:
+        yield from _candidates_multi(buf, begin, end, marks, follow, follow_contains, left)
+        return
+    if marks:
+        contains = marks[0]
+    if contains is None or not marks:
         start = begin
         while start < end:
             nl = buf.find(b"\n", start, end)
@@ -322,6 +350,64 @@ def _candidates(buf: Any, begin: int, end: int, contains: Optional[bytes], follo
         pos = nl + 1
 
 
+def _candidates_multi(buf: Any, begin: int, end: int, marks: Tuple[bytes, ...], follow: int, follow_contains: bytes,
+                      left: List[int]) -> Iterator[str]:
+    """``_candidates`` for several marks: each mark's next position is kept and
+    searched again only once passed, so each mark scans the chunk once."""
+    nxt = {m: -2 for m in marks}  # -2: not searched yet; -1: none left in this chunk
+    pos = begin
+    while pos < end:
+        while left[0] > 0 and pos < end:
+            nl = buf.find(b"\n", pos, end)
+            nl = end - 1 if nl < 0 else nl
+            line = buf[pos:nl]
+            if any(m in line for m in marks):
+                left[0] = 0
+                break
+            if follow_contains in line:
+                yield line.decode("utf-8", "replace").rstrip("\r")
+            left[0] -= 1
+            pos = nl + 1
+        hit = -1
+        for m in marks:
+            p = nxt[m]
+            if p == -2 or (0 <= p < pos):
+                p = nxt[m] = buf.find(m, pos, end)
+            if p >= 0 and (hit < 0 or p < hit):
+                hit = p
+        if hit < 0:
+            return
+        r = buf.rfind(b"\n", pos, hit)
+        start = r + 1 if r >= 0 else pos
+        nl = buf.find(b"\n", hit, end)
+        nl = end - 1 if nl < 0 else nl
+        if nxt.get(LOOKBACK_MARK) == hit:
+            yield from _look_back(buf, pos, start)
+        yield buf[start:nl].decode("utf-8", "replace").rstrip("\r")
+        left[0] = follow
+        pos = nl + 1
+
+
+def _look_back(buf: Any, pos: int, start: int) -> Iterator[str]:
+    """The opening lines of the three-line fallen-off-the-bus message before
+    ``start`` (not yet yielded: at or after ``pos``), oldest first. Lines in
+    the previous 1 MiB chunk are out of reach: the event is then read from
+    its last line alone (XID 79 without a bus id)."""
+    found: List[str] = []
+    end = start
+    for _ in range(LOOKBACK_LINES):
+        if end <= pos:
+            break
+        r = buf.rfind(b"\n", pos, end - 1)
+        b = r + 1 if r >= 0 else pos
+        line = buf[b:end - 1]
+        if not any(m in line for m in LOOKBACK):
+            break
+        found.append(line.decode("utf-8", "replace").rstrip("\r"))
+        end = b
+    yield from reversed(found)
+
+
 def _open_log_file(path: str) -> IO[bytes]:
     """Open a kernel log file without trusting a user's symlink (rule 5)."""
     from gcm_checks.safeio import UnsafePath, open_nofollow
@@ -345,21 +431,33 @@ def read_file(
     *,
     since: Optional[float] = None,
     until: Optional[float] = None,
-    contains: Optional[bytes] = XID_MARK,
+    contains: Any = FILE_MARKS,
     boot: Optional[float] = None,
     tz: Optional[tzinfo] = None,
     coverage: Optional[Coverage] = None,
 ) -> Iterator[KernelLine]:
     """Stream a kernel log file, yielding candidate lines in the window:
-    XID lines and the NVRM lines right after them (their continuation).
+    XID, fallen-off-the-bus and SXid lines and the NVRM lines right after
+    them (their continuation).
 
-    ``boot`` converts ``[ 123.456]`` stamps; by default the current boot's
-    time is used (right for ``dmesg > file`` on this node since its last
-    boot; pass the right value for a capture from elsewhere).
+    ``boot`` converts ``[ 123.456]`` stamps and saved ``/dev/kmsg`` records
+    (``pri,seq,usec,flags;msg``); without it, a boot time the capture
+    carries in its first lines (``# boot_time: <ISO or @epoch>`` or
+    ``btime <epoch>`` as in /proc/stat) is used, else the current boot's
+    (right for ``dmesg > file`` on this node since its last boot).
     """
     f = _open_log_file(path)
     cov = coverage if coverage is not None else Coverage()
     cov.source = cov.source or f"file:{path}"
+    if boot is None:
+        try:
+            boot = capture_boot_time(f.read(_HEAD))
+            f.seek(0)
+        except (OSError, ValueError) as e:
+            f.close()
+            raise KernelLogUnavailable(f"{path}: read failed: {e}") from None
+        if boot is not None:
+            cov.notes.append(f"boot time {iso(boot)} taken from the capture")
     ctx = StampContext(boot_time=boot if boot is not None else boot_time(), tz=tz, ref=until)
     try:
         lines = iter_lines_file(f, contains=contains, follow=FOLLOW_LINES if contains is not None else 0)
@@ -370,12 +468,38 @@ def read_file(
         f.close()
 
 
+_HEAD = 4096  # where a capture's own boot time may be
+_RE_CAPTURE_BOOT = re.compile(rb"^(?:#\s*boot[_ -]?time\s*[:=]\s*(?P<iso>\S+)|btime\s+(?P<btime>\d+))\s*$",
+                              re.MULTILINE | re.IGNORECASE)
+
+
+def capture_boot_time(head: bytes) -> Optional[float]:
+    """The boot time a capture records in its first lines, or None."""
+    m = _RE_CAPTURE_BOOT.search(head or b"")
+    if not m:
+        return None
+    if m.group("btime"):
+        return float(m.group("btime"))
+    try:
+        return parse_iso(m.group("iso").decode("ascii", "replace"))
+    except ValueError:
+        return None
+
+
+def _marked(line: str, marks: Any) -> bool:
+    if marks is None:
+        return True
+    if isinstance(marks, (str, bytes)):
+        return marks in line
+    return any(m in line for m in marks)
+
+
 def read_text(
     text: str,
     *,
     since: Optional[float] = None,
     until: Optional[float] = None,
-    contains: Optional[str] = DEFAULT_CONTAINS.decode(),
+    contains: Any = tuple(m.decode() for m in KERNEL_MARKS),
     boot: Optional[float] = None,
     tz: Optional[tzinfo] = None,
     coverage: Optional[Coverage] = None,
@@ -383,8 +507,10 @@ def read_text(
     """The same as ``read_file`` for text already in memory (simulation, tests)."""
     cov = coverage if coverage is not None else Coverage()
     cov.source = cov.source or "text"
+    if boot is None:
+        boot = capture_boot_time(text[:_HEAD].encode("utf-8", "replace"))
     ctx = StampContext(boot_time=boot if boot is not None else boot_time(), tz=tz, ref=until)
-    lines = (ln for ln in text.splitlines() if contains is None or contains in ln)
+    lines = (ln for ln in text.splitlines() if _marked(ln, contains))
     yield from _stamped(lines, ctx, since, until, cov)
 
 
@@ -432,7 +558,7 @@ def read_kmsg(
     *,
     since: Optional[float] = None,
     until: Optional[float] = None,
-    contains: Optional[bytes] = DEFAULT_CONTAINS,
+    contains: Any = KERNEL_MARKS,
     boot: Optional[float] = None,
     coverage: Optional[Coverage] = None,
     max_records: int = 2_000_000,
@@ -471,7 +597,7 @@ def read_kmsg(
                 kl = parse_kmsg_record(rec, b)
                 if kl is not None:
                     cov.saw(kl.ts)
-            if contains is not None and contains not in rec:
+            if not _marked(rec, contains):
                 continue
             kl = parse_kmsg_record(rec, b)
             if kl is None:
@@ -493,7 +619,7 @@ def read_journal(
     *,
     timeout: float,
     journalctl: Optional[str] = None,
-    contains: Optional[str] = DEFAULT_CONTAINS.decode(),
+    contains: Any = tuple(m.decode() for m in KERNEL_MARKS),
     coverage: Optional[Coverage] = None,
 ) -> Iterator[KernelLine]:
     """Kernel messages from the journal for the window, across boots.
@@ -521,7 +647,7 @@ def read_journal(
     if "No journal files were found" in r.stderr or "No journal files were found" in r.stdout:
         raise KernelLogUnavailable("journalctl: no journal files on this node")
     ctx = StampContext(tz=None, ref=until)
-    lines = (ln for ln in r.stdout.splitlines() if contains is None or contains in ln)
+    lines = (ln for ln in r.stdout.splitlines() if _marked(ln, contains))
     yield from _stamped(lines, ctx, since, until, cov)
 
 

@@ -44,6 +44,40 @@ def _open_stream(path: Optional[str]) -> "tuple[TextIO, Optional[str]]":
     return sys.stderr, None
 
 
+MAX_LINE = 64 * 1024  # one log record; a user's huge message must not fill the disk
+
+
+class SafeStream:
+    """The log file as both writers see it: a write never raises (a full log
+    filesystem, ENOSPC, must not turn the epilog or health into exit 1 - the
+    error would otherwise be raised again while logging it) and one record is
+    at most MAX_LINE characters."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+        self.failed: Optional[str] = None
+
+    def write(self, text: str) -> int:
+        if len(text) > MAX_LINE:
+            text = text[: MAX_LINE - 40] + '..."(truncated)"\n'
+        try:
+            return self._stream.write(text)
+        except (OSError, ValueError) as e:
+            if self.failed is None:
+                self.failed = f"{type(e).__name__}: {e}"
+                try:
+                    sys.stderr.write(f"gcm-checks: log write failed ({self.failed}); continuing without the log\n")
+                except Exception:  # noqa: BLE001
+                    pass
+            return 0
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except (OSError, ValueError):
+            pass
+
+
 def add_log_level(logger: Any, method: str, event_dict: Dict[str, Any]) -> Dict[str, Any]:
     event_dict["level"] = "warning" if method == "warn" else ("error" if method == "exception" else method)
     return event_dict
@@ -105,7 +139,8 @@ class JsonLinesLog:
 
 def open_log(path: Optional[str], fast: bool = False, **bind: Any) -> Any:
     """Return a bound logger writing JSON lines to ``path``."""
-    stream, problem = _open_stream(path)
+    raw, problem = _open_stream(path)
+    stream: Any = SafeStream(raw)
     if fast:
         log: Any = JsonLinesLog(stream).bind(pid=os.getpid(), **bind)
     else:

@@ -93,6 +93,77 @@ def run(
     return ProcResult(argv, outcome, p.returncode, out, err, time.monotonic() - start)
 
 
+class LineStream:
+    """Read a process's stdout line by line under a hard deadline, in constant
+    memory (``sacct`` over a fleet's week prints a million rows).
+
+    Iterate it for the lines (without their newline); afterwards ``result``
+    says how the process ended (``stdout`` is empty: it was streamed). A
+    watchdog kills the whole process group at the deadline, so a consumer
+    never waits longer than ``timeout``. stderr goes to a temporary file and
+    only its last 4 KiB are kept.
+    """
+
+    def __init__(self, argv: Sequence[str], *, timeout: float, env: Optional[Mapping[str, str]] = None):
+        self.argv = tuple(str(a) for a in argv)
+        self.timeout = timeout
+        self.env = env
+        self.result: Optional[ProcResult] = None
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        import tempfile
+        import threading
+
+        start = time.monotonic()
+        err = tempfile.TemporaryFile()
+        try:
+            try:
+                p = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+                                     env=dict(self.env) if self.env is not None else None, start_new_session=True,
+                                     bufsize=1 << 20)
+            except (FileNotFoundError, PermissionError, NotADirectoryError) as e:
+                self.result = ProcResult(self.argv, Outcome.MISSING, None, "", str(e), time.monotonic() - start)
+                return
+            fired = threading.Event()
+
+            def kill() -> None:
+                fired.set()
+                _kill_group(p)
+
+            timer = threading.Timer(max(0.0, self.timeout), kill)
+            timer.daemon = True
+            timer.start()
+            try:
+                assert p.stdout is not None
+                for raw in p.stdout:
+                    yield raw.decode("utf-8", "replace").rstrip("\r\n")
+                try:
+                    p.wait(timeout=max(0.1, self.timeout - (time.monotonic() - start)))
+                except subprocess.TimeoutExpired:
+                    kill()
+            finally:
+                timer.cancel()
+                if p.poll() is None:  # the consumer stopped early: do not leave it running
+                    _kill_group(p)
+                    try:
+                        p.wait(timeout=1.0)
+                    except subprocess.TimeoutExpired:
+                        pass
+                p.stdout.close()  # type: ignore[union-attr]
+            err.seek(0, os.SEEK_END)
+            size = err.tell()
+            err.seek(max(0, size - 4096))
+            tail = err.read().decode("utf-8", "replace")
+            if fired.is_set():
+                outcome = Outcome.TIMEOUT
+            else:
+                outcome = Outcome.OK if p.returncode == 0 else Outcome.NONZERO
+            self.result = ProcResult(self.argv, outcome, None if fired.is_set() else p.returncode, "", tail,
+                                     time.monotonic() - start)
+        finally:
+            err.close()
+
+
 def _kill_group(p: subprocess.Popen) -> None:
     try:
         os.killpg(p.pid, signal.SIGKILL)

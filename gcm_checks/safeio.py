@@ -375,3 +375,8 @@ def human_bytes(n: int) -> str:
             return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}".replace(".0 ", " ")
         size /= 1024
     return f"{n} B"
+
+
+
+# The directory rule lives in state.py (on the prolog path, import-light).
+from gcm_checks.state import unsafe_dir  # noqa: E402,F401

@@ -35,7 +35,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 try:  # Python >= 3.8
     from typing import Protocol
@@ -187,11 +187,13 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9 _.,:/+%@#()\[\]{}=~^*?!-]")
 def sanitize_reason(text: str, limit: int = MAX_REASON) -> str:
     """Single line of safe printable ASCII, at most ``limit`` characters.
 
-    Strips quotes, backticks, ``$ ; | & < >``, backslashes, control characters
-    and newlines. ``=`` is replaced too: scontrol's one-line output is
-    ``Key=value`` pairs and a stray ``=`` makes a reason harder to parse back.
+    Strips quotes, backticks, ``$ | & < >``, backslashes, control characters
+    and newlines; ``;`` becomes ``,`` (it separates advice: "reset the GPU;
+    RMA if it recurs" must keep both halves). ``=`` is replaced too:
+    scontrol's one-line output is ``Key=value`` pairs and a stray ``=`` makes
+    a reason harder to parse back.
     """
-    text = str(text).replace("=", " ")
+    text = str(text).replace("=", " ").replace(";", ",")
     text = re.sub(r"[\r\n\t\x0b\x0c]+", " ", text)
     text = _UNSAFE.sub("", text)
     text = re.sub(r" {2,}", " ", text).strip()
@@ -200,14 +202,88 @@ def sanitize_reason(text: str, limit: int = MAX_REASON) -> str:
     return text
 
 
-def make_drain_reason(check_id: str, subject: str, message: str) -> str:
-    """``gcm: <check id>: <subject>: <short message>`` (subject omitted if empty)."""
-    parts = [sanitize_reason(check_id, 60)]
-    if subject:
-        parts.append(sanitize_reason(subject, 60))
-    parts.append(sanitize_reason(message))
-    body = ": ".join(p for p in parts if p)
-    return sanitize_reason(f"{GCM_PREFIX} {body}")
+# What went wrong, in a word or two, per check-id prefix (longest wins).
+# sinfo -R shows 20 characters: "gcm: GPU 3 lost (gpu" must say it all.
+_PROBLEM_WORD = {
+    "gpu.responsive": "hung", "gpu.nvml": "NVML broken", "gpu.count": "GPU missing", "gpu.pci": "GPU missing",
+    "gpu.ecc": "ECC errors", "gpu.row_remap": "row remap", "gpu.retired_pages": "retired pages",
+    "gpu.pcie": "PCIe degraded", "gpu.temperature": "too hot", "gpu.throttle": "throttled",
+    "gpu.persistence_mode": "persistence off", "gpu.processes": "leftover procs", "xid": "XID", "dcgm": "DCGM fail",
+    "ib.hca": "HCA missing", "ib.port.state": "down", "ib.port.phys_state": "link down", "ib.port.rate": "slow link",
+    "ib.port.link_layer": "wrong link layer", "ib.port.errors": "link errors", "perf": "slow",
+}
+_GPU_SUBJECT = re.compile(r"^GPU\s*(\d+)")
+_PORT_SUBJECT = re.compile(r"^(\S+)\s+port\s+(\d+)$")
+_GPU_AT = re.compile(r"^GPU at (?:[0-9A-Fa-f]+:)?([0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})")
+_XID_CODE = re.compile(r"\bXID\s*(\d+)", re.I)
+_SXID_CODE = re.compile(r"\bSXid\s*(\d+)")
+
+
+def reason_head(check_id: str, subject: str, message: str) -> str:
+    """The part and the problem in a few words: ``GPU 3 lost``, ``mlx5_3/1 down``."""
+    word = ""
+    best = -1
+    for prefix, w in _PROBLEM_WORD.items():
+        if check_id.startswith(prefix) and len(prefix) > best:
+            word, best = w, len(prefix)
+    if check_id.startswith("gpu.responsive") and ("LOST" in message.upper() or "off the bus" in message):
+        word = "lost"
+    if check_id.startswith("xid"):
+        sx = _SXID_CODE.search(message)  # NVSwitch: "SXid 20034" before "XID"
+        m = _XID_CODE.search(message)
+        word = f"SXid {sx.group(1)}" if sx else f"XID {m.group(1)}" if m else "XID"
+    g = _GPU_SUBJECT.match(subject or "")
+    p = _PORT_SUBJECT.match(subject or "")
+    at = _GPU_AT.match(subject or "")
+    if g:
+        part = f"GPU {g.group(1)}"
+    elif at:
+        part = f"GPU {at.group(1)}"  # the kernel log names the bus, not the index
+    elif p:
+        part = f"{p.group(1)}/{p.group(2)}"
+    else:
+        part = (subject or "").split(" (")[0].strip()
+    if check_id.startswith("xid"):
+        return " ".join(x for x in (word, part) if x)  # "XID 79 GPU 3": the code is the news
+    return " ".join(x for x in (part, word or check_id) if x)
+
+
+def make_drain_reason(check_id: str, subject: str, message: str, context: str = "") -> str:
+    """``gcm: <part> <problem> (<check id>): <message>``.
+
+    The first 20 characters (all ``sinfo -R`` shows by default) name the part
+    and the problem - ``gcm: GPU 3 lost (gpu`` - the check id follows for
+    ``gcm-checks why`` and grep. ``context`` tags the run ("qualify").
+    Drains written in the old ``gcm: <check id>: ...`` form stay ours (the
+    ``gcm:`` prefix) and ``reason_check`` reads both.
+    """
+    head = sanitize_reason(reason_head(check_id, subject, message), 40)
+    cid = sanitize_reason(f"{context} {check_id}" if context else check_id, 60)
+    subj = sanitize_reason(subject, 60)
+    body = f"{head} ({cid})"
+    # What the head shortened away: a GPU's PCI bus id (RMA paperwork needs
+    # it), or a subject the head did not name.
+    bus = re.search(r"\(([0-9A-Fa-f:.]+)\)", subj) if _GPU_SUBJECT.match(subj) else None
+    if bus:
+        body += f" {bus.group(1)}"
+    elif _GPU_AT.match(subj):
+        body += " " + subj[len("GPU at "):].split()[0]
+    elif subj and not _PORT_SUBJECT.match(subj) and subj not in head:
+        body += f" {subj}"
+    msg = sanitize_reason(message)
+    return sanitize_reason(f"{GCM_PREFIX} {body}: {msg}" if msg else f"{GCM_PREFIX} {body}")
+
+
+_NEW_REASON = re.compile(r"^gcm:\s.*?\((?:[a-z]+\s)?([a-z0-9_]+(?:\.[a-z0-9_]+)+)\)")
+_OLD_REASON = re.compile(r"^gcm:\s(?:qualify:\s)?([a-z0-9_]+(?:\.[a-z0-9_]+)*):")
+
+
+def reason_check(reason: Optional[str]) -> Optional[str]:
+    """The check id inside a gcm drain reason, new or old format; None if not ours."""
+    if not reason or not reason.startswith(GCM_PREFIX):
+        return None
+    m = _NEW_REASON.match(reason) or _OLD_REASON.match(reason)
+    return m.group(1) if m else None
 
 
 # --------------------------------------------------------------------------
@@ -481,12 +557,9 @@ def backend_from_settings(settings: Any = None, dry_run: bool = False, out: Opti
 
 
 def _read_json(path: str) -> Optional[dict]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        return data if isinstance(data, dict) else None
-    except (OSError, ValueError):
-        return None
+    from gcm_checks.state import read_json  # bounded size and depth, no symlink
+
+    return read_json(path)
 
 
 def _write_json(path: str, data: dict) -> None:
@@ -547,7 +620,7 @@ class DrainOutcome:
 
 @dataclass(frozen=True)
 class ResumeOutcome:
-    # resumed | not_drained | kept_foreign | error | reason_changed | not_passed
+    # resumed | would_resume | not_drained | kept_foreign | error | reason_changed | not_passed
     action: str
     detail: str = ""
     previous_reason: Optional[str] = None
@@ -665,7 +738,11 @@ def apply_resume(
     except SlurmError as e:
         _log(log, "error", f"slurm: resume of {node} failed ({e})")
         return ResumeOutcome("error", str(e), info.reason)
-    if not isinstance(backend, DryRunBackend) and state_dir:
+    if isinstance(backend, DryRunBackend):
+        # Nothing was resumed: never say so (one wording: "would resume").
+        _log(log, "info", f"slurm: would resume {node} (drained: {info.reason!r})")
+        return ResumeOutcome("would_resume", "dry run", info.reason)
+    if state_dir:
         _remove(_state_path(state_dir, DRAIN_STATE_FILE, node))
     _log(log, "info", f"slurm: resumed {node} (was: {info.reason!r})")
     return ResumeOutcome("resumed", "", info.reason)
@@ -927,6 +1004,50 @@ def conf_stamp(env: Optional[Dict[str, str]] = None) -> Optional[str]:
     return f"{st.st_mtime_ns}:{st.st_size}"
 
 
+@dataclass(frozen=True)
+class CensusEntry:
+    """One node as the mass-drain brake counts it."""
+
+    name: str
+    partitions: Tuple[str, ...]
+    drained: bool
+    reason: Optional[str]
+    since: Optional[float]  # when the reason was set (epoch), when Slurm says
+
+
+def _census_from_line(line: str) -> CensusEntry:
+    import datetime as dt
+
+    kv = parse_key_values(line)
+    info = _node_from_line(line)
+    since = None
+    m = _REASON_TAIL_RE.search(kv.get("Reason") or "")
+    if m:
+        try:
+            since = dt.datetime.strptime(m.group(2), "%Y-%m-%dT%H:%M:%S").timestamp()  # slurmctld local time
+        except ValueError:
+            since = None
+    parts = tuple(p for p in (_none_if_null(kv.get("Partitions")) or "").split(",") if p)
+    return CensusEntry(info.name, parts, info.drained, info.reason, since)
+
+
+def node_census(backend: SlurmBackend) -> List[CensusEntry]:
+    """Every node's partitions and drain, in one read (REQUEST_NODE_INFO).
+
+    Only the mass-drain brake calls this, and only on the failure path: a
+    healthy run never reads the cluster.
+    """
+    real = getattr(backend, "reader", None) or backend
+    if isinstance(real, ScontrolBackend):
+        text = real._run("show", "node", "-o")
+        return [_census_from_line(ln) for ln in text.splitlines() if ln.strip().startswith("NodeName=")]
+    table = getattr(real, "nodes", None)
+    infos = list(table.values()) if isinstance(table, dict) else (list(table(None)) if callable(table) else None)
+    if infos is None:
+        raise SlurmError("this backend cannot list nodes")
+    return [CensusEntry(i.name, (), i.drained, i.reason, None) for i in infos]
+
+
 def list_nodes(backend: SlurmBackend, names: Sequence[str] = ()) -> List[NodeInfo]:
     """NodeInfo for ``names`` (hostlist expressions allowed with scontrol), or all nodes."""
     bulk = getattr(backend, "nodes", None)
@@ -957,29 +1078,85 @@ SACCT_FIELDS: Tuple[str, ...] = (
 SACCT_TIMEOUT_S = 30.0
 
 
-def parse_sacct(text: str, fields: Sequence[str]) -> List[Dict[str, str]]:
+def parse_sacct(text: str, fields: Sequence[str], notes: Any = None) -> List[Dict[str, str]]:
     """Rows of ``sacct --parsable2 --noheader -o <fields>`` as dicts.
 
-    A header line (someone forgot --noheader) is skipped. A row with the wrong
-    number of columns (a '|' inside a job name) keeps the fixed fields right
-    by joining the extra columns into JobName when it is present.
+    See ``iter_sacct_rows``; ``notes`` (``accounting.records.SacctNotes``)
+    counts what was reassembled or dropped.
     """
+    return list(iter_sacct_rows(text.splitlines(), fields, notes))
+
+
+# A record starts with a job id: 123, 123_4, 123_[1-5], 123+0, then a step
+# suffix (.batch, .extern, .0). Anything else at a line start continues the
+# previous record: a newline inside JobName or WorkDir (issue 18).
+_RECORD_START_RE = r"^\d+(?:_(?:\d+|\[[^\]|]*\]))?(?:\+\d+)?(?:\.[A-Za-z0-9_-]+)?\|"  # compiled on first use:
+# this module is on the prolog path (rule 7)
+
+
+def iter_sacct_rows(lines: Iterable[str], fields: Sequence[str], notes: Any = None) -> Iterator[Dict[str, str]]:
+    """Rows of ``sacct --parsable2 --noheader`` output, streaming, losing nothing silently.
+
+    * A header line (someone forgot --noheader) is skipped.
+    * A '|' inside a job name gives too many columns: the extra ones are
+      joined back into JobName, so the fixed fields stay right.
+    * A newline inside a field splits one record over several lines: the
+      lines that do not start like a record (a job id and '|') are joined to
+      the record before them with "\\n" and it is kept when the columns then
+      add up ("reassembled").
+    * Anything else that cannot be read is dropped and counted, with its
+      reason, in ``notes`` (``notes.drop(reason)``), never silently.
+    """
+    record_start = re.compile(_RECORD_START_RE).match  # re caches the compiled pattern
     names = list(fields)
-    rows: List[Dict[str, str]] = []
-    for ln in text.splitlines():
+    n = len(names)
+    jobname = names.index("JobName") if "JobName" in names else -1
+    reassemble = bool(names) and names[0] == "JobID"
+    pending: Optional[str] = None
+    parts = 1
+
+    def finish(rec: str, joined: int) -> Optional[Dict[str, str]]:
+        cols = rec.split("|")
+        if cols == names:
+            return None
+        if len(cols) > n and jobname >= 0:
+            extra = len(cols) - n
+            cols = cols[:jobname] + ["|".join(cols[jobname:jobname + extra + 1])] + cols[jobname + extra + 1:]
+        if len(cols) != n:
+            if notes is not None:
+                notes.drop(f"{len(cols)} columns instead of {n}" + (" after joining lines" if joined > 1 else ""))
+            return None
+        if joined > 1 and notes is not None:
+            notes.reassembled += 1
+        return dict(zip(names, cols))
+
+    for ln in lines:
+        if notes is not None:
+            notes.lines += 1
+        if reassemble and pending is not None and not record_start(ln):
+            have = pending.count("|") + 1
+            if ln == "" and have >= n:
+                continue  # a blank line between records
+            if have < n or "|" not in ln:
+                pending += "\n" + ln
+                parts += 1
+                continue
+        if pending is not None:
+            row = finish(pending, parts)
+            if row is not None:
+                yield row
+            pending = None
         if not ln.strip():
             continue
-        cols = ln.split("|")
-        if cols == names:
+        if reassemble and not record_start(ln) and ln.split("|") != names:
+            if notes is not None:
+                notes.drop("a line that is not a sacct record")
             continue
-        if len(cols) > len(names) and "JobName" in names:
-            i = names.index("JobName")
-            extra = len(cols) - len(names)
-            cols = cols[:i] + ["|".join(cols[i:i + extra + 1])] + cols[i + extra + 1:]
-        if len(cols) != len(names):
-            continue
-        rows.append(dict(zip(names, cols)))
-    return rows
+        pending, parts = ln, 1
+    if pending is not None:
+        row = finish(pending, parts)
+        if row is not None:
+            yield row
 
 
 def is_placeholder_row(row: Dict[str, str]) -> bool:
@@ -1058,6 +1235,40 @@ def sacct_rows(
     if not res.ok:
         raise SlurmError(res.describe())
     return parse_sacct(res.stdout, fields)
+
+
+def sacct_stream(
+    *,
+    since: Optional[float] = None,
+    until: Optional[float] = None,
+    job_ids: Sequence[str] = (),
+    partition: Optional[str] = None,
+    fields: Sequence[str] = SACCT_FIELDS,
+    duplicates: bool = True,
+    sacct: Optional[str] = None,
+    timeout: float = SACCT_TIMEOUT_S,
+    env: Optional[Dict[str, str]] = None,
+    notes: Any = None,
+) -> Iterator[Dict[str, str]]:
+    """``sacct_rows`` streamed: rows as sacct prints them, memory independent
+    of their number (``failures --since 7d`` over a fleet: a million rows).
+
+    Raises ``SlurmError`` when sacct is missing (at the first row) or, after
+    the last row, when it failed or ran past ``timeout`` - so a caller never
+    mistakes a cut-off listing for a complete one.
+    """
+    from gcm_checks.proc import LineStream, which
+
+    path = which(sacct or "sacct")
+    if not path:
+        raise SlurmError("sacct: not found (set accounting.sacct)")
+    argv = sacct_argv(path, since=since, until=until, job_ids=job_ids, partition=partition, fields=fields,
+                      duplicates=duplicates)
+    stream = LineStream(argv, timeout=timeout, env=env)
+    yield from iter_sacct_rows(stream, fields, notes)
+    res = stream.result
+    if res is None or not res.ok:
+        raise SlurmError(res.describe() if res is not None else "sacct: no result")
 
 
 def sacct_job(job_id: str, **kw: Any) -> List[Dict[str, str]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
@@ -61,11 +62,56 @@ def write_json_atomic(path: PathLike, data: Any, *, fsync: bool = True, sync_dir
             os.close(dfd)
 
 
-def read_json(path: PathLike) -> Optional[Dict[str, Any]]:
-    """The JSON object at ``path``, or None if missing, unreadable or corrupt."""
+# State files are small; anything bigger or deeper is corrupt or planted.
+MAX_STATE_BYTES = 4 * 1024 * 1024
+MAX_JSON_DEPTH = 64
+
+
+def json_depth(text: str) -> int:
+    """Deepest nesting of ``[`` / ``{`` outside strings, without recursion."""
+    depth = deepest = 0
+    in_str = esc = False
+    for ch in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def load_json(path: PathLike, max_bytes: int = MAX_STATE_BYTES, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Parse a small JSON file; ValueError when it is too big, too deep
+    (json's recursion would raise RecursionError and end the run) or corrupt.
+    Never follows a symlink at the last component (root reads these)."""
+    fd = os.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as f:
+        raw = f.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        raise ValueError(f"{path}: larger than {max_bytes} bytes")
+    text = raw.decode("utf-8", "replace")
+    if json_depth(text) > max_depth:
+        raise ValueError(f"{path}: JSON nested deeper than {max_depth}")
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deep") from None
+
+
+def read_json(path: PathLike) -> Optional[Dict[str, Any]]:
+    """The JSON object at ``path``, or None if missing, unreadable, corrupt,
+    oversized or nested absurdly deep."""
+    try:
+        data = load_json(path)
         return data if isinstance(data, dict) else None
     except (OSError, ValueError):
         return None
@@ -105,3 +151,72 @@ def forget_job(state_dir: PathLike, job_id: str, node: str) -> None:
         _job_path(state_dir, job_id, node).unlink()
     except OSError:
         pass
+
+
+def _euid() -> int:
+    return os.geteuid()
+
+
+def unsafe_dir(path: str) -> Optional[str]:
+    """Why root must not keep its state (or spool, or outbox) in ``path``; None when safe.
+
+    Judged only when we run as root. The directory and every existing
+    ancestor must be root's and writable by no one else (an ancestor may be
+    world-writable with the sticky bit, like /tmp): whoever can write there
+    can plant the symlink root follows, or the forged outbox item that
+    ``notify flush`` mails. A directory that does not exist yet is fine: we
+    create it 0755/0700 ourselves.
+    """
+    if _euid() != 0 or not path:
+        return None
+    p = os.path.abspath(os.path.expanduser(path))
+    first = True
+    while True:
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            st = None
+        except OSError as e:
+            return f"{p}: cannot inspect ({e.strerror or e})"
+        if st is not None:
+            if stat.S_ISLNK(st.st_mode) and st.st_uid != 0:
+                return f"{p} is a symlink owned by uid {st.st_uid}"
+            if not stat.S_ISLNK(st.st_mode):
+                if st.st_uid != 0:
+                    return f"{p} is owned by uid {st.st_uid}, not root"
+                writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+                if writable and (first or not st.st_mode & stat.S_ISVTX):
+                    return f"{p} is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
+            first = False
+        parent = os.path.dirname(p)
+        if parent == p:
+            return None
+        p = parent
+
+
+# What the last run decided but did not do (report-only, broken config): the
+# admin's view in ``gcm-checks node status``. Written only when such a
+# decision is made or cleared, never on a plain healthy run.
+WOULD_FILE = "would-drain.{node}.json"
+
+
+def _would_path(state_dir: PathLike, node: str) -> Path:
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in node) or "_"
+    return Path(state_dir) / WOULD_FILE.format(node=safe)
+
+
+def record_would_drain(state_dir: PathLike, node: str, mode: str, reason: Optional[str], why: str) -> None:
+    write_json_atomic(_would_path(state_dir, node),
+                      {"node": node, "mode": mode, "reason": reason, "why": why, "time": time.time()}, fsync=False)
+
+
+def clear_would_drain(state_dir: PathLike, node: str) -> None:
+    try:
+        _would_path(state_dir, node).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def would_drain_record(state_dir: PathLike, node: str) -> Optional[Dict[str, Any]]:
+    rec = read_json(_would_path(state_dir, node))
+    return rec if rec and rec.get("node") == node else None

@@ -102,8 +102,11 @@ def _free_port_block(n: int, start: int = 16800, stop: int = 30000) -> int:
 
 
 class SlurmCluster:
-    def __init__(self, root: str, prolog: Optional[str] = None, epilog: Optional[str] = None, extra_conf: Sequence[str] = ()):
+    def __init__(self, root: str, prolog: Optional[str] = None, epilog: Optional[str] = None, extra_conf: Sequence[str] = (),
+                 nodes: Sequence[str] = NODES):
         self.root = os.path.abspath(root)
+        # More slurmd on this one host when a test needs several nodes failing together.
+        self.nodes = tuple(nodes)
         self.etc = os.path.join(self.root, "etc")
         self.rundir = os.path.join(self.root, "run")
         self.logdir = os.path.join(self.root, "log")
@@ -117,11 +120,11 @@ class SlurmCluster:
         self.health_program: Optional[str] = None
         self.health_interval = 0
         self.hostname = socket.gethostname()
-        base = _free_port_block(6)
+        base = _free_port_block(4 + len(self.nodes))
         self.ctld_port = base
         self.dbd_port = base + 1
         self.db_port = base + 2
-        self.node_ports = {n: base + 3 + i for i, n in enumerate(NODES)}
+        self.node_ports = {n: base + 3 + i for i, n in enumerate(self.nodes)}
         self.procs: Dict[str, subprocess.Popen] = {}
         self.env = dict(os.environ, SLURM_CONF=self.conf)
         self.env.pop("SLURM_JOB_ID", None)
@@ -146,9 +149,9 @@ class SlurmCluster:
             self._wait_port(self.dbd_port, "slurmdbd", 20)
             self._start_daemon("slurmctld", [_BINARIES["slurmctld"], "-D", "-i", "-f", self.conf])
             self._wait_port(self.ctld_port, "slurmctld", 20)
-            for n in NODES:
+            for n in self.nodes:
                 self._start_daemon(f"slurmd-{n}", [_BINARIES["slurmd"], "-D", "-N", n, "-f", self.conf])
-            self.wait_nodes_idle(NODES, timeout=30)
+            self.wait_nodes_idle(self.nodes, timeout=30)
         except BaseException:
             self.stop()
             raise
@@ -219,11 +222,20 @@ class SlurmCluster:
             ],
         )
         self._wait_port(self.db_port, "mariadbd", 60)
+        # The TCP port can open a moment before the unix socket exists (seen
+        # on a loaded 2-core host with a second cluster booting).
+        end = time.monotonic() + 30
+        while not os.path.exists(self.db_socket) and time.monotonic() < end:
+            time.sleep(0.05)
         sql = (
             "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'gcmtest';"
             "GRANT ALL ON *.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;"
         )
-        res = run([_BINARIES["mariadb"], "--no-defaults", f"--socket={self.db_socket}", "-uroot", "-e", sql], timeout=30, env=self.env)
+        for _ in range(5):
+            res = run([_BINARIES["mariadb"], "--no-defaults", f"--socket={self.db_socket}", "-uroot", "-e", sql], timeout=30, env=self.env)
+            if res.ok:
+                break
+            time.sleep(1)
         if not res.ok:
             raise ClusterError(f"mariadb user setup: {res.describe()}")
 
@@ -312,9 +324,9 @@ class SlurmCluster:
         if self.health_program:
             lines += [f"HealthCheckProgram={self.health_program}", f"HealthCheckInterval={self.health_interval}", "HealthCheckNodeState=ANY"]
         lines += self.extra_conf
-        for n in NODES:
+        for n in self.nodes:
             lines.append(f"NodeName={n} NodeAddr=127.0.0.1 NodeHostname={self.hostname} Port={self.node_ports[n]} CPUs={cpus} RealMemory=1000 State=UNKNOWN")
-        lines.append(f"PartitionName=debug Nodes={','.join(NODES)} Default=YES MaxTime=INFINITE State=UP")
+        lines.append(f"PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE State=UP")
         with open(self.conf, "w") as f:
             f.write("\n".join(lines) + "\n")
         os.chmod(self.etc, 0o755)
@@ -324,7 +336,7 @@ class SlurmCluster:
         """scancel, TERM every daemon we started (KILL after 15 s), then leftovers by marker."""
         if "slurmctld" in self.procs and self.procs["slurmctld"].poll() is None:
             run([_BINARIES["scancel"], "--full", "-u", "root"], timeout=10, env=self.env)
-        order = [f"slurmd-{n}" for n in NODES] + ["slurmctld", "slurmdbd", "mariadbd", "munged"]
+        order = [f"slurmd-{n}" for n in self.nodes] + ["slurmctld", "slurmdbd", "mariadbd", "munged"]
         for name in order:
             p = self.procs.get(name)
             if p is None or p.poll() is not None:
@@ -490,9 +502,9 @@ class SlurmCluster:
         out = self._cmd("sinfo", "-N", "--noheader", "-o", "%N %t").stdout
         return dict(ln.split() for ln in out.splitlines() if len(ln.split()) == 2)
 
-    def wait_nodes_idle(self, nodes: Iterable[str] = NODES, timeout: float = 30) -> None:
+    def wait_nodes_idle(self, nodes: Optional[Iterable[str]] = None, timeout: float = 30) -> None:
         """Wait for plain ``idle`` (``idle*`` right after a resume is not ready, facts #10)."""
-        want = set(nodes)
+        want = set(self.nodes if nodes is None else nodes)
         end = time.monotonic() + timeout
         states: Dict[str, str] = {}
         while time.monotonic() < end:
@@ -508,7 +520,7 @@ class SlurmCluster:
     def reset_nodes(self, timeout: float = 30) -> None:
         """Cancel jobs, resume drained nodes, clear features, Extra and gcm state; wait for idle."""
         self._cmd("scancel", "--full", "-u", "root", check=False)
-        for n in NODES:
+        for n in self.nodes:
             info = self.node(n)
             if "DRAIN" in info.get("State", "") or "DOWN" in info.get("State", ""):
                 self.scontrol("update", f"nodename={n}", "state=resume", check=False)
@@ -519,7 +531,7 @@ class SlurmCluster:
         shutil.rmtree(self.state_dir, ignore_errors=True)
         os.makedirs(self.state_dir, mode=0o755, exist_ok=True)
         self.write_gcm_config()
-        self.wait_nodes_idle(NODES, timeout)
+        self.wait_nodes_idle(self.nodes, timeout)
 
     def use_health_check(self, program: Optional[str], interval: int = 2, timeout: float = 30) -> None:
         """Set HealthCheckProgram (None: none) and reconfigure.
@@ -553,12 +565,12 @@ class SlurmCluster:
 
     def _reconfigure(self, timeout: float = 30) -> None:
         self._write_confs()
-        marks = {n: self._log_size(f"slurmd-{n}.log") for n in NODES}
+        marks = {n: self._log_size(f"slurmd-{n}.log") for n in self.nodes}
         self.scontrol("reconfigure")
         # slurmd re-reads slurm.conf asynchronously; a job started before
         # that would still run the old scripts.
         end = time.monotonic() + timeout
-        pending = set(NODES)
+        pending = set(self.nodes)
         while pending and time.monotonic() < end:
             for n in list(pending):
                 if "reconfigur" in self._log_since(f"slurmd-{n}.log", marks[n]).lower():

@@ -94,17 +94,18 @@ def test_one_sacct_call_per_interval_however_many_jobs_ended(tmp_path):
     assert later.refined == [] and later.confirmed == []
 
 
-# key, epilog exit, log -> category at epilog, category after refinement
+# key, epilog exit, log -> category at epilog, category after refinement, outcome after, its headline
 CASES = [
-    ("1", "0:0", "", "success", "success"),
-    ("4", "0:0", "", "success", "timeout_walltime"),  # time limit reads exit 0 at epilog time
-    ("5", "0:0", "", "success", "cancelled_user"),  # so does scancel
-    ("6", "0:0", "", "success", "preempted"),  # requeued run
+    ("1", "0:0", "", "success", "success", "completed", "Completed."),
+    ("4", "0:0", "", "success", "timeout_walltime", "timeout", "Hit its time limit"),  # reads exit 0 at epilog time
+    ("5", "0:0", "", "success", "cancelled_user", "cancelled", "Cancelled by root"),  # so does scancel
+    ("6", "0:0", "", "success", "preempted", "requeued", "Slurm requeued this run"),  # requeued run
 ]
 
 
-@pytest.mark.parametrize("key,exit_status,log,before,after", CASES)
-def test_refinement_changes_category_and_records_where_from(tmp_path, key, exit_status, log, before, after):
+@pytest.mark.parametrize("key,exit_status,log,before,after,outcome,headline", CASES)
+def test_refinement_changes_category_and_records_where_from(tmp_path, key, exit_status, log, before, after, outcome,
+                                                            headline):
     s = settings_for(tmp_path)
     rep = epilog_report(s, key, exit_status=exit_status, log=log)
     assert rep["classification"]["category"] == before
@@ -117,11 +118,13 @@ def test_refinement_changes_category_and_records_where_from(tmp_path, key, exit_
         assert got["classification"]["refined_from"] == before
         assert got["classification"]["refined_at"]
         assert got["classification_at_epilog"]["category"] == before
-        assert got["outcome"]["failed"] is True
     else:
         assert key in summary.confirmed and "refined_from" not in got["classification"]
-    # Every format was rewritten (json last); the text report names the new category.
-    assert after in Path(report_paths(s, key)["report.txt"]).read_text()
+    # The outcome follows accounting: only a time limit is a failure the user is told about.
+    assert got["outcome"]["id"] == outcome
+    assert got["outcome"]["failed"] is got["outcome"]["mailed"] is (outcome == "timeout")
+    # Every format was rewritten (json last); the text report leads with the new outcome.
+    assert headline in Path(report_paths(s, key)["report.txt"]).read_text().splitlines()[0]
 
 
 def test_failed_step_adds_evidence(tmp_path):
@@ -258,7 +261,7 @@ def test_refined_after_the_mail_went_out_is_recorded_not_mailed_twice(tmp_path):
     got = stored(s, "5")
     assert got["classification"]["category"] == "cancelled_user"
     assert got["classification"]["notified_as"] == "success"
-    assert any("not sent again" in n for n in got["notes"])
+    assert any("a correction is sent only when the cause of a failure changed" in n for n in got["notes"])
     assert list(box.items("pending")) == [] and summary.released == []
 
 
@@ -288,7 +291,8 @@ def test_refine_report_is_pure_and_keeps_the_old_answer():
     new, change = refine.refine_report(old, rec, cls, now=T_END)
     assert old["classification"] == {"category": "success", "rule": "exit.success"}  # input untouched
     assert change == {"key": "4", "from": "success", "to": "timeout_walltime"}
-    assert new["outcome"] == {"failed": True, "job_failed": True, "state": "TIMEOUT"}
+    assert {k: new["outcome"][k] for k in ("id", "failed", "job_failed", "state")} == \
+        {"id": "timeout", "failed": True, "job_failed": True, "state": "TIMEOUT"}
     same, none = refine.refine_report(new, rec, cls, now=T_END + 1)
     assert none is None and same["classification"]["refined_from"] == "success"
 
@@ -328,3 +332,34 @@ def test_report_belongs_to(report_end, run, expected):
     rep = {"job": {"end": None if report_end is None else base + report_end}}
     siblings = [r.end for k, r in recs.items() if k.startswith("6") and k != run]
     assert refine.report_belongs_to(rep, recs[run], siblings) is expected
+
+
+def test_refinement_never_mails_a_cancel_or_a_requeue(tmp_path):
+    # Issue 13: `refine` mailed a plain scancel as "FAILED: cancelled_user"
+    # and a requeued run as "FAILED: preempted". Neither is mailed by default.
+    s = settings_for(tmp_path)
+    for key in ("5", "6"):
+        rep = epilog_report(s, key)
+        assert [v for v in queue_like_the_epilog(s, rep).values()] == ["not wanted (policy)"]
+    summary = refine.refine_pass(s, now=T_END + 60, fetch=CountingFetch(ROWS), deliver=False)
+    assert {c["key"] for c in summary.refined} >= {"5", "6"}
+    assert list(Outbox(str(tmp_path / "outbox")).items("pending")) == [] and summary.released == []
+    assert (stored(s, "5")["outcome"]["id"], stored(s, "6")["outcome"]["id"]) == ("cancelled", "requeued")
+
+
+def test_multi_node_requeued_run_is_one_report_and_no_mail(tmp_path):
+    from gcm_checks import notify
+    from gcm_checks.report import build
+
+    s = settings_for(tmp_path)
+    job = JobInfo(job_id="40", user="root", uid=0, gid=0, name="ddp", nodes=("node1", "node2"), exit_status="0:0",
+                  state="COMPLETED", restart_count=0)
+    # only the first node asked slurmctld, and saw the requeue
+    contribs = {"node1": {"node": "node1", "evidence": {"requeued": True}},
+                "node2": {"node": "node2", "evidence": {"drains": [{"node": "node2", "reason": "gcm: gpu.responsive",
+                                                                    "action": "drained"}]}}}
+    doc = build.build_report(job, contribs, classification={"category": "success"})
+    assert doc["context"]["requeued"] and doc["outcome"]["id"] == "requeued"
+    assert doc["outcome"]["headline"] == "Your job was moved off a faulty node and requeued; nothing to do."
+    queued = notify.enqueue_report(doc, job, s)
+    assert queued and set(queued.values()) == {"not wanted (policy)"}

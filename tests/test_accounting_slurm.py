@@ -47,6 +47,18 @@ EXPECTED = {
 }
 
 
+# What happened to each run (report/outcome.py): only failures are mailed and counted.
+OUTCOME = {
+    "completed": "completed",
+    "failed3": "failed",
+    "timeout": "timeout",
+    "cancelled": "cancelled",
+    "multistep": "failed",  # a step failed while the script went on
+    "requeued": "requeued",
+    "requeued.1": "completed",
+}
+
+
 def _wait(predicate, timeout, what):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -215,7 +227,10 @@ def test_why_answers_for_each(ended, name):
         assert doc["sources"]["report"].endswith("report.json")  # node evidence gcm recorded was used
     text = subprocess.run(argv[:-1] if base != "requeued" else [a for a in argv if a != "--json"], env=env,
                           capture_output=True, text=True, timeout=60, cwd=REPO).stdout
-    assert EXPECTED[name] in text and "Next step:" in text
+    # The outcome leads; the cause is named for failures only (issue 13).
+    assert doc["outcome"]["id"] == OUTCOME[name], doc["outcome"]
+    assert doc["outcome"]["headline"] in text and "Next step:" in text
+    assert (EXPECTED[name] in text) is doc["outcome"]["failure"]
 
 
 def test_why_for_a_job_gcm_never_saw_and_unknown_jobs(ended):
@@ -241,8 +256,10 @@ def test_failures_over_the_cluster(ended):
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     cats = doc["by_category"]
-    for cat in ("timeout_walltime", "cancelled_user", "software_exception", "preempted"):
+    for cat in ("timeout_walltime", "software_exception"):
         assert cats.get(cat, {}).get("count", 0) >= 1, cats
+    # failures only: a scancel, a requeue and a success are not failures
+    assert not {"cancelled_user", "preempted", "success"} & set(cats), cats
     assert doc["sacct_calls"] == 1
     res = subprocess.run([sys.executable, "-m", "gcm_checks", "failures", "--since", "1h", "--partition", "nosuch"],
                          env=env, capture_output=True, text=True, timeout=60, cwd=REPO)

@@ -95,7 +95,9 @@ def test_failure_trends_is_one_sacct_call_and_marks_sources(tmp_path):
     since, until = parse_time("2026-11-30T00:00:00"), parse_time("2026-11-30T03:00:00")
     doc = failure_trends(s, since=since, until=until, partition="debug", fetch=fetch)
     assert len(calls) == 1 and calls[0]["partition"] == "debug"
-    assert doc["runs"] == 7 and doc["failed"] == 5
+    # Failures only: the FAILED job, the failed step, the time limit. The
+    # scancel, the requeued run and the successes are not failures.
+    assert doc["runs"] == 7 and doc["failed"] == 3
     assert doc["by_category"]["timeout_walltime"]["from_sacct"] == 1
-    assert doc["by_category"]["preempted"]["count"] == 1  # the requeued run
+    assert not {"success", "cancelled_user", "preempted"} & set(doc["by_category"])
     assert doc["window"]["partition"] == "debug" and doc["sacct_calls"] == 1

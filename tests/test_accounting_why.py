@@ -48,18 +48,19 @@ def scontrol_job(job_id, state, out, **kw):
     return d
 
 
-# job, log text, expected category
+# job, log text, expected category, outcome, what the text must say
 CASES = [
-    ("4", "", "timeout_walltime"),
-    ("5", "", "cancelled_user"),
-    ("2", "Traceback (most recent call last):\n  File \"t.py\", line 3\nValueError: bad learning rate\n", "software_exception"),
-    ("3", "srun: error: node2: task 0: Exited with exit code 1\n", "unknown"),
-    ("1", "", "success"),
+    ("4", "", "timeout_walltime", "timeout", "timeout_walltime"),
+    ("5", "", "cancelled_user", "cancelled", "Cancelled by root"),
+    ("2", "Traceback (most recent call last):\n  File \"t.py\", line 3\nValueError: bad learning rate\n",
+     "software_exception", "failed", "software_exception"),
+    ("3", "srun: error: node2: task 0: Exited with exit code 1\n", "unknown", "failed", "unknown"),
+    ("1", "", "success", "completed", "Completed."),
 ]
 
 
-@pytest.mark.parametrize("job,log,category", CASES)
-def test_why_from_sacct_and_the_log_in_the_work_dir(tmp_path, job, log, category):
+@pytest.mark.parametrize("job,log,category,outcome,says", CASES)
+def test_why_from_sacct_and_the_log_in_the_work_dir(tmp_path, job, log, category, outcome, says):
     # scontrol no longer knows the job: the log is found as sbatch's default name in WorkDir.
     wd = tmp_path / "jobs"
     wd.mkdir()
@@ -71,8 +72,9 @@ def test_why_from_sacct_and_the_log_in_the_work_dir(tmp_path, job, log, category
     assert fetch.calls == [job]
     assert doc["sources"]["scontrol"].startswith("unavailable")
     assert doc["sources"]["logs"][0]["read"] is True
+    assert doc["outcome"]["id"] == outcome
     text = "\n".join(render_why(doc))
-    assert category in text and "Next step:" in text
+    assert says in text and "Next step:" in text
     json.dumps(doc)  # --json must serialise
 
 

@@ -45,7 +45,7 @@ def test_default_yaml_documents_every_key_with_its_default():
     [
         ("gpu: {count: eight}", "gpu.count", "an integer"),
         ("gpu: {count: -1}", "gpu.count", ">= 0"),
-        ("budget_s: fast", "budget_s", "a number"),
+        ("budget_s: fast", "budget_s", "a finite number"),
         ("gpu: {leftover_processes: explode}", "gpu.leftover_processes", "one of warn, fail"),
         ("gpux: {}", "gpux", "a known key"),
         ("checks: {severity: {gpu.count: fatal}}", "checks.severity.gpu.count", "one of pass"),

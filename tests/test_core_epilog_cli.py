@@ -76,7 +76,7 @@ def test_xid_window_from_the_prolog_record(cfg, tmp_path, offset, code, verdict)
     assert bool(xid_fail) is (verdict == "fail"), doc["results"]
     assert [x["xid"] for x in doc["xids"]] == ([code] if offset > 0 else [])
     if verdict == "fail":
-        assert doc["drain_reason"].startswith("gcm: xid.hardware:") and "79" in doc["drain_reason"]
+        assert doc["drain_reason"].startswith("gcm: XID 79 GPU") and "(xid.hardware)" in doc["drain_reason"]
         assert "would run: scontrol update nodename=node1 state=drain" in p.stderr
     else:
         assert doc["drain_reason"] is None
@@ -89,7 +89,11 @@ def test_sim_gpu_lost_drains_with_the_xid_action_and_writes_one_report(cfg, tmp_
     p = epilog(c, "--sim", "gpu-lost", env={"SLURM_JOB_EXIT_CODE2": "1:0", "SLURM_JOB_EXIT_CODE": "256"})
     doc = json.loads(p.stdout)
     assert p.returncode == 0 and doc["verdict"] == "fail"
-    assert doc["drain_reason"].startswith("gcm: xid.hardware: GPU 3 (00000000:5D:00.0): XID 79")
+    # One ranking (decide.RANKING), as in the prolog and health: the lost GPU
+    # names the drain (health lifts it once the GPU answers again); the
+    # first 20 characters say it.
+    assert doc["drain_reason"].startswith("gcm: GPU 3 lost (gpu.responsive)"), doc["drain_reason"]
+    assert any(r["check"] == "xid.hardware" and r["status"] == "fail" for r in doc["results"])
     assert doc["xids"][0]["gpu_index"] == 3  # PCI bus id mapped to the GPU index
     report = json.loads((tmp_path / "reports" / "101" / "report.json").read_text())
     assert report["classification"]["category"] == "gpu_hardware"
@@ -116,8 +120,8 @@ def test_drain_that_cannot_be_made_exits_nonzero_so_slurm_drains(cfg, tmp_path):
     e.update({"SLURM_JOB_ID": "7", "SLURMD_NODENAME": "node1"})
     p = subprocess.run([sys.executable, "-m", "gcm_checks", "epilog", "--config", str(c), "--sim", "gpu-lost", "--no-report"],
                        capture_output=True, text=True, env=e, timeout=60, cwd=str(REPO))
-    assert p.returncode == 1, p.stderr
-    assert "-> error" in p.stderr
+    assert p.returncode == 100, p.stderr  # decide.EXIT_DRAIN: Slurm drains "Epilog error"
+    assert "-> drain failed" in p.stderr
 
 
 def test_report_failure_never_changes_the_exit_status(cfg, tmp_path):

@@ -127,7 +127,7 @@ def test_real_dcgm4_persistence_mode_failure_warns_not_drains():
     report, results = _judge(_fixture("v4.2.3_gb10_persistence_mode_real.json"))
     assert report.version == "4.2.3"
     assert [(r.subject, r.status) for r in results] == [("GPU 0", Status.WARN)]
-    assert "node configuration, not hardware" in results[0].message
+    assert "node setting persistence mode" in results[0].message and "not hardware" in results[0].message
     assert "Persistence mode for GPU 0 is disabled" in results[0].message
     assert results[0].details["findings"][0]["dcgm_status"] == "Fail"
 
@@ -446,3 +446,44 @@ def test_evidence_says_which_failures_are_hardware():
     by_gpu = {e["entity_id"]: e["finding"] for e in d["entries"] if e["status"] == "fail"}
     assert by_gpu == {1: "hardware", 3: "monitor", 7: "hardware"}
     assert all(e["finding"] is None for e in d["entries"] if e["status"] != "fail")
+
+
+# --------------------------------------------------------------------------
+# issue 18: a test that judges a node setting warns and names it; only
+# hardware tests drain, in every layout.
+
+
+@pytest.mark.parametrize("name, setting, version", [
+    ("v2_persistence_mode_fail_no_text.json", "persistence mode", "2.4.8"),
+    ("v3_config_failures.json", "device permissions", "3.3.5"),
+])
+def test_configuration_failures_warn_and_name_the_setting(name, setting, version):
+    report, results = _judge(_fixture(name))
+    assert report.version == version
+    assert results and all(r.status is Status.WARN for r in results), [(r.subject, r.status) for r in results]
+    assert all(f"node setting {setting}" in r.message for r in results)
+    assert all(r.details["findings"][0]["setting"].startswith(setting) for r in results)
+
+
+def test_dcgm3_environment_failure_without_severity_names_the_variable_setting():
+    _, results = _judge(_fixture("v3_config_failures.json"))
+    envs = [f for r in results for f in r.details["findings"] if f["test"] == "Environmental Variables"]
+    assert envs and all(f["verdict"] == "warn" and f["setting"].startswith("environment variables") for f in envs)
+
+
+def test_dcgm2_hardware_test_fail_without_text_still_drains():
+    _, results = _judge(_fixture("v2_inforom_fail_no_text.json"))
+    assert results and all(r.status is Status.FAIL for r in results)
+
+
+def test_dcgm4_software_test_config_prefix_and_textless_software_fail():
+    from gcm_checks.dcgm import DiagEntry, DiagError, DiagStatus, Finding, entry_finding
+
+    pm = DiagEntry("Deployment", "software", "GPU", 0, DiagStatus.FAIL, "Fail",
+                   (DiagError("Persistence Mode: Persistence mode for GPU 0 is disabled."),))
+    assert entry_finding(pm) is Finding.CONFIG
+    bare = DiagEntry("Deployment", "software", "GPU", 0, DiagStatus.FAIL, "Fail", ())
+    assert entry_finding(bare) is Finding.SOFTWARE  # could be any sub-check: could not tell, never drains
+    iso = DiagEntry("Deployment", "Persistence Mode", "GPU", 0, DiagStatus.FAIL, "Fail",
+                    (DiagError("GPU 0 fell off the bus", error_id=None, severity=2),))
+    assert entry_finding(iso) is Finding.HARDWARE  # DCGM says isolate the GPU: that wins

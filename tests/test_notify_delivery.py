@@ -194,13 +194,28 @@ def test_mail_delivered_over_starttls_with_auth(base, relay, cert):
     [m] = relay.messages
     assert m["tls"] and m["auth"] and m["rcpt"] == ["alice@uni.example"]
     msg = m["msg"]
-    assert msg["Subject"] == "[gcm] job 501 (train) FAILED: gpu_hardware"
+    assert msg["Subject"] == "[gcm] job 501 (train) FAILED: gpu_hardware (not your code)"
     text = msg.get_body(("plain",)).get_content()
     html = msg.get_body(("html",)).get_content()
     for body in (text, html):
         assert "gpu_hardware" in body and "GPU has fallen off the bus" in body and "unspecified launch failure" in body
     assert "&lt;!channel&gt;" in html
     assert msg["Message-ID"] == notify.sinks.message_id("c1/501/email")
+    # Mail conventions (issue 17, 5): machine-generated, a real domain, a charset.
+    assert msg["Auto-Submitted"] == "auto-generated"
+    domain = msg["Message-ID"].strip("<>").split("@", 1)[1]
+    assert "." in domain and domain != "gcm-checks"
+    assert msg.get_body(("html",)).get_content_charset() == "utf-8" and '<meta charset="utf-8">' in html
+    assert msg.get_body(("plain",)).get_content_charset() == "utf-8"
+
+
+def test_message_id_domain_is_configurable(base, relay, cert):
+    relay.start()
+    s = make_settings(base, relay, cert)
+    s["notify"]["channels"][0]["message_id_domain"] = "mail.cluster.example"
+    report.assemble_and_notify(make_job(base), s, node="node1", budget_s=10, evidence=EVIDENCE, classification=CLS)
+    [m] = relay.messages
+    assert m["msg"]["Message-ID"].endswith("@mail.cluster.example>")
 
 
 def test_relay_down_then_flush_delivers_exactly_once(base, relay, cert):
@@ -224,7 +239,7 @@ def test_relay_down_then_flush_delivers_exactly_once(base, relay, cert):
     assert json.loads(r.stdout)["sent"] == []
     assert len(relay.messages) == 1
     body = relay.messages[0]["msg"].get_body(("plain",)).get_content()
-    assert "Category:    gpu_hardware" in body and "kernel:3: NVRM: Xid" in body
+    assert "Cause:       gpu_hardware" in body and "kernel:3: NVRM: Xid" in body
     shown = cli(base, s, "show", "--state", "sent", "--json")
     assert [x["key"] for x in json.loads(shown.stdout)] == ["c1/501/email"]
 

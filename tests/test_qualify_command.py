@@ -67,7 +67,7 @@ def test_qualify_levels_on_simulated_nodes(cfg, tmp_path, scenario, level, code,
     on_disk = json.loads(open(doc["result_file"]).read())
     assert on_disk["verdict"] == verdict and on_disk["node"] == "gpu001"
     if verdict == "fail":
-        assert doc["slurm"]["reason"].startswith("gcm: qualify: ")
+        assert doc["slurm"]["reason"].startswith("gcm: ") and "(qualify " in doc["slurm"]["reason"]
     if verdict == "unknown":
         assert doc["slurm"]["action"].startswith("not qualified") and doc["slurm"]["reason"] is None
 
@@ -179,7 +179,7 @@ def test_fail_drains_and_removes_gcm_qualified(tmp_path, monkeypatch):
     action, reason = _publish(_outcome([passed("gpu.nvml", "ok"), bad]), be, tmp_path, monkeypatch)
     assert action == "drained"
     n = be.nodes["gpu001"]
-    assert n.drained and n.reason == "gcm: qualify: perf.gemm: GPU 5 (00000000:AB:00.0): GEMM 518 TFLOPS, 70% of 740 expected for H100-SXM"
+    assert n.drained and n.reason == "gcm: GPU 5 slow (qualify perf.gemm) 00000000:AB:00.0: GEMM 518 TFLOPS, 70% of 740 expected for H100-SXM"
     assert list(n.active_features) == ["h100"]
     assert n.extra.startswith("gcm qualify-failed ") and n.extra.endswith("perf.gemm")
 
@@ -203,7 +203,7 @@ def test_report_only_changes_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(slurm, "backend_from_settings", lambda *a, **k: be)
     action, _ = qrun.publish(_outcome([failed("perf.gemm", "slow", "GPU 1")]),
                              resolve({"report_only": True}, "gpu001"), state_dir=str(tmp_path))
-    assert action == "report-only: would drain" and be.updates == []
+    assert action == "would drain" and be.updates == []
 
 
 # ---------------------------------------------------------------- probe adapters

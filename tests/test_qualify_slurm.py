@@ -74,9 +74,9 @@ def test_qualify_slow_gpu_drains_with_qualify_reason(clean_cluster, tmp_path):
         assert done["JobState"] == "FAILED" and done["ExitCode"].startswith("1:")
         node = c.node("node2")
         assert "DRAIN" in node["State"]
-        assert node["Reason"].startswith("gcm: qualify: perf.gemm: GPU 5"), node["Reason"]
+        assert node["Reason"].startswith("gcm: GPU 5 slow (qualify perf.gemm)"), node["Reason"]
         assert "518 TFLOPS" in node["Reason"] and "740 expected" in node["Reason"]
         assert "gcm_qualified" not in node.get("ActiveFeatures", "")
-        assert c.sinfo_reasons()["node2"].startswith("gcm: qualify:")
+        assert c.sinfo_reasons()["node2"].startswith("gcm: GPU 5 slow (qu")
     finally:
         _cleanup(c, "node2")

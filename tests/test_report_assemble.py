@@ -85,9 +85,13 @@ def test_single_node_report_written_in_three_formats(base):
     assert (doc["version"], doc["job"]["job_id"], doc["classification"]["category"]) == (1, "77", "gpu_hardware")
     assert doc["outcome"]["failed"] and doc["outcome"]["nodes_drained"] == ["node1"]
     txt = open(done.paths["report.txt"]).read()
-    for needle in ("gpu_hardware", "fell off the bus", "XID 79 on GPU 3", "FAIL gpu.ecc.uncorrectable", "drained: gcm: xid 79", "CUDA error", "1h02m03s"):
+    for needle in ("gpu_hardware", "fell off the bus", "GPU 3 on node1 raised XID 79", "failed gpu.ecc.uncorrectable",
+                   "node1 drained: gcm: xid 79", "CUDA error", "1h02m03s", "Failed: GPU hardware fault (not your code)"):
         assert needle in txt
     assert "PASS" not in txt  # passing checks are noise in a report
+    assert "?" not in txt.split("\n--- ")[0]  # no empty rows
+    admin = render.to_text(doc, audience="admin")
+    assert "FAIL gpu.ecc.uncorrectable" in admin and "XID 79 on GPU 3" in admin
     assert "gpu_hardware" in open(done.paths["report.html"]).read()
     # Assembling again is refused: exactly one report per job.
     assert report.assemble(job, s, node="node1", classification=CLS) is None

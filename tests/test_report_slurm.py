@@ -90,7 +90,7 @@ def test_failing_two_node_job_gives_one_report_and_one_mail(world):
     msg = email.message_from_bytes(sink.messages[0], policy=email_policy.default)
     # The slurmd epilog env has no job name (facts note): the real epilog
     # reads it once from `scontrol show job`.
-    assert msg["Subject"] == f"[gcm] job {job_id} (oomer) FAILED: gpu_oom"
+    assert msg["Subject"] == f"[gcm] job {job_id} (oomer) FAILED: out of memory (your code)"
     body = msg.get_body(("plain",)).get_content()
     assert "gpu_oom" in body and "CUDA out of memory" in body
     assert cluster.sinfo_reasons() == {}  # reporting drained nothing

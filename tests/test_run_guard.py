@@ -97,3 +97,25 @@ def test_the_childs_output_never_changes_the_exit_status(tmp_path, line):
     assert b"internal error" not in r.stderr and b"Traceback" not in r.stderr
     rep = json.loads((tmp_path / "run.log.report.json").read_text())
     assert rep["exit"]["code"] == 7
+
+
+def test_an_in_process_run_gives_the_subreaper_flag_back(tmp_path):
+    import ctypes
+
+    from gcm_checks.run import guard
+    from gcm_checks.run.launcher import RunOptions, run_wrapped
+
+    def flag() -> int:
+        v = ctypes.c_int(-1)
+        guard._prctl()(guard.PR_GET_CHILD_SUBREAPER, ctypes.byref(v), 0, 0, 0)
+        return v.value
+
+    before = flag()
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        code = run_wrapped(RunOptions(argv=["true"], log_path=str(tmp_path / "r.log"), out_fd=null, err_fd=null,
+                                      env={"PATH": os.environ.get("PATH", "/bin")}, index_dir=str(tmp_path / "i"),
+                                      pty="never", notify_policy="never", work_dir=str(tmp_path)))
+    finally:
+        os.close(null)
+    assert code == 0 and flag() == before  # else every later orphan would be our zombie

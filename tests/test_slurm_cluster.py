@@ -35,8 +35,11 @@ def test_drain_shows_in_scontrol_and_sinfo_and_costs_one_rpc(clean_cluster, back
     assert _updates(c) == 1
     node = c.node("node2")
     assert "DRAIN" in node["State"]
-    assert node["Reason"].startswith("gcm: gpu.count: expected 8 found 7 [root@")
-    assert c.sinfo_reasons()["node2"] == "gcm: gpu.count: expected 8 found 7"
+    assert node["Reason"].startswith("gcm: GPU missing (gpu.count): expected 8 found 7 [root@")
+    assert c.sinfo_reasons()["node2"] == "gcm: GPU missing (gpu.count): expected 8 found 7"
+    # what `sinfo -R` shows by default (20 columns) names the problem
+    reasons = c._cmd("sinfo", "-R", "--noheader").stdout
+    assert "gcm: GPU missing (gp" in reasons
     # The same finding again: nothing to do, no RPC.
     assert slurm.apply_drain(backend, "node2", reason, state_dir=str(tmp_path)).action == "already"
     assert _updates(c) == 1
@@ -85,7 +88,7 @@ def test_hostile_reason_text_lands_sanitised(clean_cluster, backend, tmp_path):
     c = clean_cluster
     reason = slurm.make_drain_reason("xid", "GPU 1", "Xid 79 `reboot`; $(id) 'q' \"d\"\nnext line")
     slurm.apply_drain(backend, "node2", reason, state_dir=str(tmp_path))
-    assert c.sinfo_reasons()["node2"] == "gcm: xid: GPU 1: Xid 79 reboot (id) q d next line"
+    assert c.sinfo_reasons()["node2"] == "gcm: XID 79 GPU 1 (xid): Xid 79 reboot, (id) q d next line"
 
 
 def test_features_preserved_reapplied_after_reconfigure(clean_cluster, backend, tmp_path):

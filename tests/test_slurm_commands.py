@@ -34,7 +34,7 @@ def test_health_drains_failing_node_then_resumes_it(clean_cluster):
     c.write_gcm_config(_nodes_cfg(c, "gpu-lost"))
     c.sdiag_reset()
     res = gcm(c, "health")
-    assert res.returncode == 1, res.stderr
+    assert res.returncode == 100, res.stderr  # decide.EXIT_DRAIN
     node = c.node("node2")
     assert "DRAIN" in node["State"] and node["Reason"].startswith("gcm: ") and "GPU 3" in node["Reason"]
     assert c.sinfo_reasons()["node2"].startswith("gcm: ")
@@ -42,7 +42,7 @@ def test_health_drains_failing_node_then_resumes_it(clean_cluster):
     updates = c.sdiag_rpc_counts().get("REQUEST_UPDATE_NODE", 0)
     assert updates == 2  # one drain + one features/Extra transition
     # Still failing: no new Slurm update.
-    assert gcm(c, "health").returncode == 1
+    assert gcm(c, "health").returncode == 100
     assert c.sdiag_rpc_counts().get("REQUEST_UPDATE_NODE", 0) == updates
     # Repaired: the same checks pass, our drain is lifted, features flip.
     c.write_gcm_config(_nodes_cfg(c, "healthy"))
@@ -70,7 +70,7 @@ def test_health_keeps_admin_drain(clean_cluster):
     c = clean_cluster
     c.scontrol("update", "nodename=node2", "state=drain", "reason=maintenance window")
     c.write_gcm_config(_nodes_cfg(c, "gpu-lost"))
-    assert gcm(c, "health").returncode == 1
+    assert gcm(c, "health").returncode == 100
     assert c.sinfo_reasons()["node2"] == "maintenance window"
     c.write_gcm_config(_nodes_cfg(c, "healthy"))
     assert gcm(c, "health").returncode == 0
@@ -82,9 +82,15 @@ def test_report_only_drains_nothing(clean_cluster):
     c.write_gcm_config(_nodes_cfg(c, "gpu-lost", report_only=True))
     c.sdiag_reset()
     res = gcm(c, "health")
-    assert "would run: scontrol update nodename=node2 state=drain reason='gcm: " in res.stdout + res.stderr
+    assert res.returncode == 0, res.stderr
+    assert "-> drain: would drain" in res.stderr and "[report-only]" in res.stderr
+    counts = c.sdiag_rpc_counts()  # before this test's own reads below
+    assert counts.get("REQUEST_UPDATE_NODE", 0) == 0
+    assert counts.get("REQUEST_NODE_INFO", 0) == 0  # report-only does not even read the node
     assert "node2" not in c.sinfo_reasons()
-    assert c.sdiag_rpc_counts().get("REQUEST_UPDATE_NODE", 0) == 0
+    assert c.node("node2")["ActiveFeatures"] in ("", "(null)")  # no gcm_degraded either
+    log = [json.loads(x) for x in open(os.path.join(c.logdir, "gcm-checks.log")) if '"would_drain"' in x]
+    assert log and log[-1]["reason"].startswith("gcm: GPU 3 lost") and log[-1]["report_only"] is True
 
 
 def test_health_with_slurmctld_unreachable_is_bounded_and_drains_nothing(clean_cluster, tmp_path):
@@ -109,7 +115,7 @@ def test_node_drain_status_resume(clean_cluster):
     c.write_gcm_config({})
     res = gcm(c, "node", "drain", "node1", "--reason", "bad fan; $(reboot)")
     assert res.returncode == 0, res.stderr
-    assert c.sinfo_reasons()["node1"] == "gcm: bad fan (reboot)"
+    assert c.sinfo_reasons()["node1"] == "gcm: bad fan, (reboot)"  # ";" becomes ","
     st = json.loads(gcm(c, "node", "status", "node1", "node2", "--json").stdout)
     rows = {r["node"]: r for r in st["nodes"]}
     assert rows["node1"]["owner"] == "gcm" and "DRAIN" in rows["node1"]["state"]

@@ -90,7 +90,8 @@ def test_nodeinfo_flags(state, reason, drained, owned):
     [
         ("plain text", "plain text"),
         ("a\nb\r\nc\td", "a b c d"),
-        ("rm -rf $HOME; `id` | cat & x > y < z", "rm -rf HOME id cat x y z"),
+        ("rm -rf $HOME; `id` | cat & x > y < z", "rm -rf HOME, id cat x y z"),
+        ("reset the GPU; RMA if it recurs", "reset the GPU, RMA if it recurs"),
         ("quote 'single' \"double\" back\\slash", "quote single double backslash"),
         ("ctrl\x00\x07\x1b[31mred", "ctrl[31mred"),
         ("ünïcödé", "ncd"),
@@ -108,13 +109,40 @@ def test_sanitize_reason(raw, expect):
 @pytest.mark.parametrize(
     "check, subject, message, expect",
     [
-        ("gpu.count", "", "expected 8 found 7", "gcm: gpu.count: expected 8 found 7"),
-        ("gpu.ecc", "GPU 3 (00000000:3B:00.0)", "2 uncorrectable", "gcm: gpu.ecc: GPU 3 (00000000:3B:00.0): 2 uncorrectable"),
-        ("xid", "GPU 1", "Xid 79; `reboot`\nnow", "gcm: xid: GPU 1: Xid 79 reboot now"),
+        ("gpu.count", "", "expected 8 found 7", "gcm: GPU missing (gpu.count): expected 8 found 7"),
+        ("gpu.ecc.uncorrectable", "GPU 3 (00000000:3B:00.0)", "2 uncorrectable",
+         "gcm: GPU 3 ECC errors (gpu.ecc.uncorrectable) 00000000:3B:00.0: 2 uncorrectable"),
+        ("xid.hardware", "GPU 1", "Xid 79; `reboot`\nnow", "gcm: XID 79 GPU 1 (xid.hardware): Xid 79, reboot now"),
+        ("gpu.responsive", "GPU 3 (00000000:3B:00.0)", "GPU has fallen off the bus (NVML_ERROR_GPU_IS_LOST)",
+         "gcm: GPU 3 lost (gpu.responsive) 00000000:3B:00.0: GPU has fallen off the bus (NVML_ERROR_GPU_IS_LOST)"),
+        ("ib.port.state", "mlx5_3 port 1", "DOWN", "gcm: mlx5_3/1 down (ib.port.state): DOWN"),
     ],
 )
 def test_make_drain_reason(check, subject, message, expect):
     assert slurm.make_drain_reason(check, subject, message) == expect
+
+
+@pytest.mark.parametrize("check, subject, head", [
+    ("gpu.responsive", "GPU 3 (00000000:3B:00.0)", "gcm: GPU 3 hung (gpu"),
+    ("gpu.pcie.width", "GPU 12 (00000000:3B:00.0)", "gcm: GPU 12 PCIe deg"),
+    ("ib.port.state", "mlx5_10 port 2", "gcm: mlx5_10/2 down "),
+    ("xid.hardware", "GPU at 00000000:3B:00.0", "gcm: XID 79 GPU 3B:0"),
+])
+def test_first_20_characters_name_the_part(check, subject, head):
+    # sinfo -R shows 20 characters by default.
+    assert slurm.make_drain_reason(check, subject, "XID 79 whatever")[:20] == head
+
+
+@pytest.mark.parametrize("reason, check", [
+    ("gcm: GPU 3 lost (gpu.responsive) 00000000:3B:00.0: gone", "gpu.responsive"),
+    ("gcm: GPU 5 slow (qualify perf.gemm) 00000000:AB:00.0: x", "perf.gemm"),
+    ("gcm: gpu.count: expected 8 found 7", "gpu.count"),  # the old format is still ours
+    ("gcm: qualify: perf.gemm: GPU 5: slow", "perf.gemm"),
+    ("gcm: RMA 1234 (admin)", None),
+    ("RMA 1234", None),
+])
+def test_reason_check_reads_new_and_old_formats(reason, check):
+    assert slurm.reason_check(reason) == check
 
 
 def test_make_drain_reason_is_bounded():
@@ -163,8 +191,8 @@ def test_apply_drain_slurm_down_is_logged_not_raised(tmp_path):
 def test_apply_drain_adds_prefix_and_sanitises():
     be = MemoryBackend()
     out = slurm.apply_drain(be, "n1", "bad; $(reboot)")
-    # "$" and ";" go; parentheses stay (subjects read "GPU 3 (00000000:3B:00.0)").
-    assert out.reason == "gcm: bad (reboot)" and be.nodes["n1"].reason == "gcm: bad (reboot)"
+    # "$" goes, ";" becomes ","; parentheses stay (subjects read "GPU 3 (00000000:3B:00.0)").
+    assert out.reason == "gcm: bad, (reboot)" and be.nodes["n1"].reason == "gcm: bad, (reboot)"
 
 
 @pytest.mark.parametrize(

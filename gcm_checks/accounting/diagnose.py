@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from gcm_checks.accounting.records import JobRecord, fmt_duration, group_rows, parse_exit, parse_time
 from gcm_checks.accounting.settings import AccountingSettings
@@ -249,8 +249,12 @@ def explain(
         # The report's earlier evidence (kernel lines, XIDs) still counts.
         logs = [l for l in report_logs(report) if l.source == "earlier evidence"] + logs
     ev = node_inputs((report or {}).get("nodes") or ())
-    cls = classify_run(record, logs, ev)
-    cat = CATEGORIES.get(cls.category, CATEGORIES["unknown"])
+    cls_d = classify_run(record, logs, ev).to_dict()
+    if report is not None and report.get("accounting") and (report.get("classification") or {}).get("category"):
+        # The refined report already weighed the same facts: say what it says.
+        cls_d = dict(report["classification"])
+    cat = CATEGORIES.get(str(cls_d.get("category")), CATEGORIES["unknown"])
+    outcome = run_outcome(record, report, cls_d)
     if record.state in ("RUNNING", "PENDING", "COMPLETING", "CONFIGURING", "SUSPENDED"):
         notes.append(f"job is {record.state}: this is a provisional answer")
     return {
@@ -266,12 +270,58 @@ def explain(
             "max_rss_bytes": record.max_rss_bytes, "work_dir": record.work_dir,
         },
         "steps": [s.__dict__ for s in record.steps],
-        "classification": cls.to_dict(),
-        "next_step": cat.next_step,
+        "outcome": outcome,
+        "classification": cls_d,
+        "next_step": outcome.get("action") or cat.next_step,
+        "runs": other_runs(settings, records, record),
         "node_evidence": {k: len(v) for k, v in ev.items()},
         "sources": sources,
         "notes": notes,
     }
+
+
+def run_outcome(record: JobRecord, report: Optional[Mapping[str, Any]], cls: Mapping[str, Any]) -> Dict[str, Any]:
+    """The run's outcome as the report states it, with accounting's final
+    state: ``why``, ``failures`` and the refined report use this same path."""
+    from gcm_checks.report.build import outcome_dict
+    from gcm_checks.report.outcome import decide
+
+    elapsed = fmt_duration(record.elapsed_s) if record.elapsed_s is not None else ""
+    final = record.state_raw or record.state
+    if report is not None and report.get("job"):
+        doc = dict(report, classification=dict(cls), job=dict(report.get("job") or {}, state=final or
+                                                                (report.get("job") or {}).get("state", "")))
+        ctx = dict(report.get("context") or {})
+        if record.requeued:
+            ctx["requeued"] = True
+        if record.derived_exit_code:
+            ctx["derived_exit_code"] = record.derived_exit_code
+        doc["context"] = ctx
+        doc.pop("accounting", None)  # this record is the accounting that counts here
+        return outcome_dict(doc, elapsed=elapsed)
+    o = decide(state=final, exit_code=record.exit_code, signal=record.signal, classification=cls,
+               derived_exit_code=record.derived_exit_code, requeued=record.requeued, elapsed=elapsed)
+    return dict(o.to_dict(), failed=o.mailed)
+
+
+def other_runs(settings: Any, records: Sequence[JobRecord], record: JobRecord) -> List[Dict[str, Any]]:
+    """Every run of a requeued job, each with what happened to it, so ``why``
+    can say "moved off node2 (faulty), then completed on node1"."""
+    from gcm_checks.accounting.refine import find_report
+
+    if len(records) < 2:
+        return []
+    ends = [r.end for r in records if r.end is not None and not r.placeholder]
+    out = []
+    for r in records:
+        rep = find_report(settings, r, [e for e in ends if e != r.end])[0] if settings is not None else None
+        o = run_outcome(r, rep, (rep or {}).get("classification") or {})
+        out.append({"run": r.run, "key": r.key, "state": r.state_raw or r.state, "nodes": r.nodes,
+                    "outcome": o.get("id"), "headline": o.get("headline"),
+                    "drains": [d.get("held_reason") or d.get("reason") for d in (rep or {}).get("drains") or ()
+                               if isinstance(d, Mapping) and d.get("action", "drained") in ("drained", "already")],
+                    "this": r.key == record.key})
+    return out
 
 
 def _spool_report(settings: Any, key: str) -> Optional[Dict[str, Any]]:
@@ -300,6 +350,7 @@ def render_why(doc: Mapping[str, Any]) -> List[str]:
         return lines
     j = doc["job"]
     c = doc["classification"]
+    o = doc.get("outcome") or {}
     run = f" (run {j['run'] + 1} of {j['runs']})" if j.get("runs", 1) > 1 else ""
     head = f"Job {doc['key']}{run} {j.get('name') or ''} [{j.get('user') or '?'}]: {j['state']}"
     if j.get("exit_status"):
@@ -308,11 +359,28 @@ def render_why(doc: Mapping[str, Any]) -> List[str]:
         head += f", ran {j['elapsed']}" + (f" of {j['timelimit']}" if j.get("timelimit") else "")
     if j.get("nodes"):
         head += f" on {j['nodes']}"
-    lines = [head, "", c["sentence"], "",
-             f"Category: {c['category']} ({c['responsibility']}), confidence {c['confidence']:.2f}, rule {c['rule']}"]
-    if c.get("evidence"):
+    lines = [head, "", o.get("headline") or c["sentence"]]
+    for r in doc.get("runs") or ():
+        if r.get("this"):
+            continue
+        why = f" (moved off a faulty node: {r['drains'][0]})" if r.get("drains") else ""
+        lines.append(f"  run {r['run'] + 1}: {r['state']} on {r.get('nodes') or '?'}{why} - {r.get('headline')}")
+    for f in (o.get("faults") or [])[1:]:  # the first is in the headline
+        lines.append(f"  also: {f.get('text')}")
+    cause = o.get("id") not in ("completed", "cancelled", "requeued") and c.get("category") not in ("success",)
+    if cause:
+        lines += ["", f"Cause: {c['category']} ({c['responsibility']}), confidence {float(c['confidence']):.2f}, "
+                      f"rule {c['rule']}"]
+        if c.get("sentence") and c["sentence"] != o.get("headline"):
+            lines.append(c["sentence"])
+    if c.get("evidence") and cause:
         lines.append("Evidence:")
+        seen = set()
         for e in c["evidence"]:
+            text = " ".join(str(e.get("text", "")).split())
+            if text in seen:
+                continue  # the same line matched twice (log and kernel log, two rules)
+            seen.add(text)
             where = f"{e['source']} line {e['line_no']}" if e.get("line_no") else e["source"]
             lines.append(f"  [{where}] {e['text']}")
     lines += ["", f"Next step: {doc.get('next_step', '')}", "", "Sources:"]
@@ -356,44 +424,103 @@ def failure_trends(
     since: float,
     until: float,
     partition: Optional[str] = None,
-    fetch: Optional[Callable[..., List[Dict[str, str]]]] = None,
+    fetch: Optional[Callable[..., Iterable[Dict[str, str]]]] = None,
     top: int = 10,
 ) -> Dict[str, Any]:
-    """One sacct call for the whole range; stored reports where present."""
+    """One sacct call for the whole range, streamed; stored reports where present.
+
+    Memory does not grow with the number of rows (issue 17): sacct's output
+    is read line by line (``slurm.sacct_stream``), grouped per job as it
+    comes (``records.iter_records``), and each run is folded into the
+    aggregate at once. Node lists are expanded only for the failures that
+    count against nodes (``trends.aggregate``).
+    """
     from gcm_checks import slurm
     from gcm_checks.accounting import trends
     from gcm_checks.accounting.judge import classify_run
-    from gcm_checks.accounting.records import ended_between
+    from gcm_checks.accounting.records import SacctNotes, iter_records
     from gcm_checks.accounting.refine import find_report
-    from gcm_checks.hostlist import expand
 
     acc = AccountingSettings.coerce(settings)
+    notes = SacctNotes()
     if fetch is None:
-        def fetch(**kw: Any) -> List[Dict[str, str]]:
-            return slurm.sacct_rows(sacct=acc.sacct, timeout=acc.timeout_s, **kw)
+        def fetch(**kw: Any) -> Iterable[Dict[str, str]]:
+            return slurm.sacct_stream(sacct=acc.sacct, timeout=acc.timeout_s, notes=notes, **kw)
     rows = fetch(since=since, until=until, partition=partition)
-    records = group_rows(rows)
-    ends: Dict[str, List[float]] = {}
-    for r in records:
-        if r.end is not None and not r.placeholder:
-            ends.setdefault(r.job_id, []).append(r.end)
-    runs = []
-    for rec in ended_between(records, since, until):
-        if rec.placeholder:
-            continue
-        siblings = [e for e in ends.get(rec.job_id, []) if e != rec.end]
-        report = find_report(settings, rec, siblings)[0] if settings is not None else None
-        c = trends.classify_for_trends(rec, report, classify_run)
-        try:
-            nodes = expand(rec.nodes) if rec.nodes else []
-        except Exception:  # noqa: BLE001 - an odd hostlist must not lose the run
-            nodes = [rec.nodes]
-        failed = rec.failed or bool(report and (report.get("outcome") or {}).get("failed"))
-        runs.append(dict(c, key=rec.key, nodes=nodes, failed=failed, partition=rec.partition))
-    doc = trends.aggregate(runs, top=top)
+    stored = _stored_report_keys(settings) if settings is not None else set()
+    by_fields: Dict[Tuple[Any, ...], Tuple[Dict[str, Any], Dict[str, Any]]] = {}
+    suspect: List[str] = []
+
+    def judged(rec: Any, report: Optional[Mapping[str, Any]]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+        """(classification, outcome): the same outcome the report and `why` give."""
+        if report is not None:
+            c = trends.classify_for_trends(rec, report, classify_run)
+            return c, run_outcome(rec, report, report.get("classification") or c)
+        # Without a report the verdict depends on these fields alone (judge.classify_run):
+        # a week has a few hundred distinct combinations, not a million.
+        k = (rec.state_raw or rec.state, rec.exit_code, rec.signal, rec.derived_exit_code, rec.reason,
+             rec.requeued, bool(rec.failed_steps))
+        hit = by_fields.get(k)
+        if hit is None:
+            c = trends.classify_for_trends(rec, None, classify_run)
+            hit = (c, run_outcome(rec, None, c))
+            if len(by_fields) < 10_000:
+                by_fields[k] = hit
+        return hit
+
+    def runs() -> Iterable[Dict[str, Any]]:
+        for group in iter_records(rows, notes=notes):
+            ends = [r.end for r in group if r.end is not None and not r.placeholder]
+            for rec in group:
+                # ended_between, less the placeholders (not final: the next pass counts them)
+                if rec.placeholder or not rec.final or rec.end is None or not since <= rec.end <= until:
+                    continue
+                siblings = [e for e in ends if e != rec.end]
+                report = None
+                if stored and _may_have_report(rec, stored):
+                    report = find_report(settings, rec, siblings)[0]
+                c, o = judged(rec, report)
+                if o.get("id") == "suspect" and len(suspect) < 1000:
+                    suspect.append(rec.key)
+                # A completed, cancelled or requeued run is not a failure,
+                # whatever its category says (aggregate counts it as a run).
+                if not o.get("failure"):
+                    yield {"key": rec.key, "failed": False, "partition": rec.partition}
+                    continue
+                c = dict(c)
+                if c.get("category") in ("success", "unknown", "cancelled_user") and o.get("id") != "failed":
+                    # e.g. a TIMEOUT sacct alone could not name: the outcome is the cause's best name
+                    c["category"] = {"timeout": "timeout_walltime", "node_failure": "node_failure",
+                                     "preempted": "preempted", "out_of_memory": "host_oom"}.get(o["id"], c["category"])
+                yield dict(c, key=rec.key, nodes_expr=rec.nodes, failed=True, partition=rec.partition,
+                           outcome=o.get("id"))
+
+    doc = trends.aggregate(runs(), top=top)
+    doc["suspect_completions"] = suspect
     doc["window"] = {"since": _iso_local(since), "until": _iso_local(until), "partition": partition or ""}
     doc["sacct_calls"] = 1
+    doc["notes"] = notes.to_list()
+    doc["sacct"] = notes.to_dict()
     return doc
+
+
+def _stored_report_keys(settings: Any) -> set:
+    """Names of the report directories on this machine, read once: a run
+    whose keys are not among them has no report, without three opens per run."""
+    from gcm_checks.report.model import ReportSettings
+
+    try:
+        with os.scandir(ReportSettings.coerce(_plain(settings)).report_dir) as it:
+            return {e.name for e in it}
+    except OSError:
+        return set()
+
+
+def _may_have_report(rec: Any, stored: set) -> bool:
+    from gcm_checks.report.spool import safe_name
+
+    keys = [rec.key, rec.job_id] + [f"{rec.job_id}.{i}" for i in range(1, max(rec.runs, rec.run + 1) + 1)]
+    return any(safe_name(k) in stored for k in keys)
 
 
 def _iso_local(t: float) -> str:

@@ -1,5 +1,12 @@
 """sacct rows as typed job records: runs, steps, times, exit data. Pure.
 
+Nothing is lost silently (issue 18): rows are grouped by job id whatever
+their order (a step printed before its job row still belongs to it), a job
+whose job row is missing is synthesised from its steps and marked
+``synthesized``, and every row that cannot be used is counted in
+``SacctNotes``. ``iter_records`` streams: it holds only the jobs whose rows
+may still come, so memory does not grow with the number of rows.
+
 ``sacct --duplicates`` prints every run of a requeued job under the same
 JobID, each followed by its steps; the n-th row of a JobID is run n, which is
 what the epilog sees as SLURM_JOB_RESTART_COUNT and what ``JobInfo.key``
@@ -12,7 +19,9 @@ import calendar
 import re
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from collections import OrderedDict
+from dataclasses import field
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 # States after which sacct's fields no longer change (PENDING/RUNNING/
 # COMPLETING/SUSPENDED/REQUEUE_HOLD... are not final).
@@ -79,6 +88,7 @@ class JobRecord:
     placeholder: bool = False  # slurmdbd's not-yet-final row (facts #9)
     runs: int = 1  # how many runs of this job sacct knows
     steps: Tuple[StepRecord, ...] = ()
+    synthesized: bool = False  # no job row: built from the steps (noted in SacctNotes)
 
     @property
     def key(self) -> str:
@@ -147,8 +157,21 @@ class JobRecord:
 # Field parsers
 
 
+_EXIT_CACHE: Dict[str, Tuple[Optional[int], Optional[int]]] = {"": (None, None), "0:0": (0, 0)}
+
+
 def parse_exit(value: str) -> Tuple[Optional[int], Optional[int]]:
     """``"3:0"`` -> (3, 0); ``""`` -> (None, None)."""
+    hit = _EXIT_CACHE.get(value)
+    if hit is not None:
+        return hit
+    out = _parse_exit(value)
+    if len(_EXIT_CACHE) < 4096:  # a few hundred distinct values in a week: cache them
+        _EXIT_CACHE[value] = out
+    return out
+
+
+def _parse_exit(value: str) -> Tuple[Optional[int], Optional[int]]:
     code, _, sig = (value or "").strip().partition(":")
     try:
         return int(code), int(sig or 0)
@@ -162,6 +185,8 @@ _DURATION = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$")
 def parse_duration(value: str) -> Optional[int]:
     """sacct's ``[D-][HH:]MM:SS[.mmm]`` -> seconds; UNLIMITED/Partition_Limit/"" -> None."""
     v = (value or "").strip()
+    if len(v) == 8 and v[2] == ":" and v[5] == ":" and v[:2].isdigit() and v[3:5].isdigit() and v[6:].isdigit():
+        return int(v[:2]) * 3600 + int(v[3:5]) * 60 + int(v[6:])  # HH:MM:SS, the common case
     m = _DURATION.match(v)
     if not m:
         return None
@@ -177,6 +202,10 @@ _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 
 
 def parse_mem(value: str) -> Optional[int]:
     """``6040K`` -> bytes; ``""``/``0`` -> None."""
+    if not value:
+        return None
+    if value[-1] in _UNITS and value[:-1].isdigit():
+        return int(value[:-1]) * _UNITS[value[-1]] or None
     m = re.match(r"^\s*(\d+(?:\.\d+)?)([KMGTP]?)\s*$", value or "")
     if not m:
         return None
@@ -184,14 +213,38 @@ def parse_mem(value: str) -> Optional[int]:
     return n or None
 
 
+_HOUR_CACHE: Dict[Tuple[str, bool], float] = {}
+_RE_SACCT_TIME = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)$")
+
+
 def parse_time(value: str, *, utc: bool = False) -> Optional[float]:
-    """sacct timestamps are local time (``2026-11-29T22:11:54``); Unknown/None -> None."""
+    """sacct timestamps are local time (``2026-11-29T22:11:54``); Unknown/None -> None.
+
+    A week of a fleet's sacct has a million stamps: the epoch of each hour is
+    computed once (mktime, so DST is right at hour boundaries) and the minutes
+    and seconds added - strptime per stamp cost more than everything else.
+    """
     v = (value or "").strip()
-    try:
-        st = time.strptime(v, "%Y-%m-%dT%H:%M:%S")
-    except ValueError:
+    if len(v) != 19 or v[13] != ":" or v[10] != "T":
         return None
-    return float(calendar.timegm(st)) if utc else time.mktime(st)
+    key = (v[:13], utc)
+    base = _HOUR_CACHE.get(key)
+    if base is None:
+        m = _RE_SACCT_TIME.match(v)
+        if not m:
+            return None
+        try:
+            st = time.strptime(v[:13], "%Y-%m-%dT%H")
+        except ValueError:
+            return None
+        base = float(calendar.timegm(st)) if utc else time.mktime(st)
+        if len(_HOUR_CACHE) > 100_000:
+            _HOUR_CACHE.clear()
+        _HOUR_CACHE[key] = base
+    mi, se = v[14:16], v[17:19]
+    if not (mi.isdigit() and se.isdigit()):
+        return None
+    return base + int(mi) * 60 + int(se)
 
 
 def _int(v: str) -> Optional[int]:
@@ -248,39 +301,154 @@ def _job(row: Mapping[str, str], run: int, utc: bool, is_placeholder_row: Any) -
         start=parse_time(row.get("Start", ""), utc=utc),
         end=parse_time(row.get("End", ""), utc=utc),
         work_dir=row.get("WorkDir", ""),
-        placeholder=is_placeholder_row(dict(row)),
+        placeholder=is_placeholder_row(row),
         steps=[],
     )
 
 
-def group_rows(rows: Iterable[Mapping[str, str]], *, utc: bool = False) -> List[JobRecord]:
-    """Job rows and their step rows -> one JobRecord per run, in sacct's order."""
-    from gcm_checks.slurm import is_placeholder_row
+@dataclass
+class SacctNotes:
+    """What a sacct read could not use as printed: shown in the output's notes."""
 
-    building: List[Dict[str, Any]] = []
-    latest: Dict[str, Dict[str, Any]] = {}  # job id -> its latest run, for steps
-    seen_runs: Dict[str, int] = {}
+    lines: int = 0
+    rows: int = 0
+    reassembled: int = 0  # records split by a newline inside a field, joined back
+    dropped: Dict[str, int] = field(default_factory=dict)  # reason -> rows
+    synthesized: int = 0  # jobs with steps but no job row
+    synthesized_examples: List[str] = field(default_factory=list)
+
+    def drop(self, reason: str, n: int = 1) -> None:
+        self.dropped[reason] = self.dropped.get(reason, 0) + n
+
+    @property
+    def dropped_rows(self) -> int:
+        return sum(self.dropped.values())
+
+    def to_list(self) -> List[str]:
+        out = []
+        if self.reassembled:
+            out.append(f"{self.reassembled} sacct record(s) split by a newline inside a field were joined back")
+        for reason, k in sorted(self.dropped.items()):
+            out.append(f"{k} sacct line(s) dropped: {reason}")
+        if self.synthesized:
+            ex = ", ".join(self.synthesized_examples)
+            out.append(f"{self.synthesized} job(s) had steps but no job row; their job record was built from the "
+                       f"steps (e.g. {ex})")
+        return out
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"lines": self.lines, "rows": self.rows, "reassembled": self.reassembled,
+                "dropped": dict(self.dropped), "dropped_rows": self.dropped_rows, "synthesized": self.synthesized}
+
+
+def _base_id(jid: str) -> str:
+    dot = jid.find(".")
+    return jid if dot < 0 else jid[:dot]
+
+
+# Worst first: the state a synthesised job takes from its steps.
+_STEP_STATE_ORDER = ("NODE_FAIL", "OUT_OF_MEMORY", "FAILED", "TIMEOUT", "CANCELLED", "COMPLETED")
+
+
+def _synthesize(jid: str, steps: List[StepRecord], rows: List[Mapping[str, str]], utc: bool) -> Dict[str, Any]:
+    """A job record from its steps alone (the job row is missing)."""
+    batch = next((s for s in steps if s.step_id.endswith(".batch")), None)
+    states = {s.state for s in steps}
+    state = next((st for st in _STEP_STATE_ORDER if st in states), steps[0].state if steps else "")
+    code, sig = (batch.exit_code, batch.signal) if batch is not None else (None, None)
+    starts = [t for t in (parse_time(r.get("Start", ""), utc=utc) for r in rows) if t is not None]
+    ends = [t for t in (parse_time(r.get("End", ""), utc=utc) for r in rows) if t is not None]
+    nodes = (batch.nodes if batch is not None else "") or next((s.nodes for s in steps if s.nodes), "")
+    return dict(job_id=jid, run=0, state=state, state_raw=state, exit_code=code, signal=sig,
+                nodes="" if nodes.startswith("None") else nodes, start=min(starts) if starts else None,
+                end=max(ends) if ends else None, synthesized=True, steps=[])
+
+
+def _build_group(jid: str, rows: List[Mapping[str, str]], utc: bool, notes: Optional[SacctNotes],
+                 is_placeholder_row: Any) -> List[JobRecord]:
+    """One job id's rows, in the order sacct printed them -> one record per run."""
+    runs: List[Dict[str, Any]] = []
+    early: List[StepRecord] = []  # steps printed before any job row of theirs
+    step_rows: List[Mapping[str, str]] = []
     for row in rows:
-        jid = row.get("JobID", "")
-        if not jid:
+        if "." in row.get("JobID", ""):
+            st = _step(row)
+            if runs:
+                runs[-1]["steps"].append(st)
+            else:
+                early.append(st)
+                step_rows.append(row)
             continue
-        if "." in jid:
-            parent = latest.get(jid.split(".", 1)[0])
-            if parent is not None:
-                parent["steps"].append(_step(row))
-            continue
-        run = seen_runs.get(jid, 0)
-        seen_runs[jid] = run + 1
-        rec = _job(row, run, utc, is_placeholder_row)
-        building.append(rec)
-        latest[jid] = rec
+        rec = _job(row, len(runs), utc, is_placeholder_row)
+        if early and not runs:
+            rec["steps"].extend(early)  # a step row printed before its job row
+            early = []
+        runs.append(rec)
+    if early:
+        rec = _synthesize(jid, early, step_rows, utc)
+        rec["steps"] = early
+        runs.append(rec)
+        if notes is not None:
+            notes.synthesized += 1
+            if len(notes.synthesized_examples) < 5:
+                notes.synthesized_examples.append(jid)
     out = []
-    for rec in building:
+    for rec in runs:
         steps = tuple(rec.pop("steps"))
-        rss = max((s.max_rss_bytes or 0 for s in steps), default=0) or rec["max_rss_bytes"]
-        rec.update(steps=steps, max_rss_bytes=rss or None, runs=seen_runs[rec["job_id"]])
+        rss = max((s.max_rss_bytes or 0 for s in steps), default=0) or rec.get("max_rss_bytes")
+        rec.update(steps=steps, max_rss_bytes=rss or None, runs=len(runs))
         out.append(JobRecord(**rec))
     return out
+
+
+def iter_records(
+    rows: Iterable[Mapping[str, str]],
+    *,
+    utc: bool = False,
+    notes: Optional[SacctNotes] = None,
+    open_jobs: Optional[int] = 4096,
+) -> Iterator[List[JobRecord]]:
+    """Job rows and their step rows -> the runs of each job (a list per job
+    id), streaming.
+
+    Rows are grouped by job id whatever their order. A job's group is closed
+    when ``open_jobs`` other job ids have been seen since its last row (sacct
+    prints a job's rows together, so this only waits out local disorder);
+    ``None`` keeps every group open to the end (any order at all, memory
+    grows with the jobs). Groups come out in the order their job was first
+    seen.
+    """
+    from gcm_checks.slurm import is_placeholder_row
+
+    groups: "OrderedDict[str, List[Mapping[str, str]]]" = OrderedDict()
+    for row in rows:
+        if notes is not None:
+            notes.rows += 1
+        jid = row.get("JobID", "")
+        if not jid:
+            if notes is not None:
+                notes.drop("a row without a JobID")
+            continue
+        base = _base_id(jid)
+        g = groups.get(base)
+        if g is None:
+            groups[base] = [row]
+            if open_jobs is not None and len(groups) > open_jobs:
+                old, grows = groups.popitem(last=False)
+                yield _build_group(old, grows, utc, notes, is_placeholder_row)
+        else:
+            g.append(row)
+            if open_jobs is not None:
+                groups.move_to_end(base)
+    for base, grows in groups.items():
+        yield _build_group(base, grows, utc, notes, is_placeholder_row)
+
+
+def group_rows(rows: Iterable[Mapping[str, str]], *, utc: bool = False,
+               notes: Optional[SacctNotes] = None) -> List[JobRecord]:
+    """Job rows and their step rows -> one JobRecord per run, whatever the
+    rows' order (see ``iter_records``), in the order jobs were first seen."""
+    return [rec for runs in iter_records(rows, utc=utc, notes=notes, open_jobs=None) for rec in runs]
 
 
 def ended_between(records: Iterable[JobRecord], since: float, until: float) -> List[JobRecord]:
@@ -321,6 +489,6 @@ def human_bytes(n: Optional[int]) -> str:
 
 
 __all__ = [
-    "FINAL_STATES", "JobRecord", "StepRecord", "group_rows", "ended_between",
+    "FINAL_STATES", "JobRecord", "SacctNotes", "StepRecord", "group_rows", "iter_records", "ended_between",
     "parse_duration", "parse_exit", "parse_mem", "parse_time", "fmt_duration", "human_bytes",
 ]

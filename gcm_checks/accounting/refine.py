@@ -148,12 +148,26 @@ def refine_report(
     cls = dict(classification)
     new["accounting"] = {"source": "sacct", "checked_at": _iso(now), "run": record.to_dict()}
     job = dict(new.get("job") or {})
+    # Accounting's final word replaces the epilog's provisional state, and
+    # fills what the epilog could not see.
     job["state"] = record.state_raw or record.state
+    for k, v in (("partition", record.partition), ("start", record.start)):
+        if v and not job.get(k):
+            job[k] = v
     new["job"] = job
-    outcome = dict(new.get("outcome") or {})
-    outcome["state"] = record.state_raw or record.state
-    outcome["job_failed"] = bool(outcome.get("job_failed")) or record.failed
-    outcome["failed"] = bool(outcome.get("failed")) or record.failed
+    ctx = dict(new.get("context") or {})
+    if record.requeued:
+        ctx["requeued"] = True
+    new["context"] = ctx
+    new["classification"] = cls
+    from gcm_checks.accounting.records import fmt_duration
+    from gcm_checks.report.build import outcome_dict
+
+    before = dict(new.get("outcome") or {})
+    outcome = outcome_dict(new, job_failed=bool(before.get("job_failed")) or record.failed,
+                           elapsed=fmt_duration(record.elapsed_s) if record.elapsed_s is not None else "")
+    if before.get("id") and before.get("id") != outcome.get("id"):
+        outcome["refined_from"] = before.get("id")
     new["outcome"] = outcome
     change = None
     if old.get("category") != cls.get("category"):
@@ -164,12 +178,12 @@ def refine_report(
             new["classification_at_epilog"] = {k: v for k, v in old.items() if not k.startswith("refined")}
         change = {"key": record.key, "from": old.get("category"), "to": cls.get("category")}
         if notified:
-            # Rule 6 and issue 9: the mail went out with the earlier answer;
-            # we record the better one here and do not mail twice.
+            # The mail went out with the earlier answer; notify_refined sends
+            # at most one correction, and only for a changed failure cause.
             cls["notified_as"] = old.get("category")
             notes = list(new.get("notes") or [])
-            notes.append(f"category refined from {old.get('category')} to {cls.get('category')} after the "
-                         f"notification was sent; not sent again")
+            notes.append(f"cause refined from {old.get('category')} to {cls.get('category')} after the "
+                         f"notification was sent; a correction is sent only when the cause of a failure changed")
             new["notes"] = notes
             change["after_notification"] = True
     else:
@@ -180,98 +194,10 @@ def refine_report(
     return new, change
 
 
-# --------------------------------------------------------------------------
-# Notifications still waiting in the outbox
-
-
-def _outbox(settings: Any) -> Any:
-    from gcm_checks import notify
-
-    return notify.outbox_for(settings)
-
-
-def job_items(settings: Any, job_key: str, state: str) -> List[Dict[str, Any]]:
-    return [it for it in _outbox(settings).items(state) if it.get("job_key") == job_key]
-
-
-def _rewrite_pending(settings: Any, key: str, update: Callable[[Dict[str, Any]], bool]) -> bool:
-    """Rewrite one pending item under the outbox's own lock discipline: flock
-    the file, then replace it atomically (a flush holding the old inode sees
-    the replacement and skips it). False when a flush holds it or it is gone."""
-    from gcm_checks.safeio import atomic_write
-
-    box = _outbox(settings)
-    path = box._path("pending", key)
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return False
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        with os.fdopen(os.dup(fd), "rb") as f:
-            item = json.load(f)
-        if not update(item):
-            return False
-        atomic_write(path, json.dumps(item).encode(), mode=0o600)
-        return True
-    except (OSError, ValueError):
-        return False
-    finally:
-        os.close(fd)
-
-
-def hold_notifications(settings: Any, job_key: str, *, now: Optional[float] = None) -> List[str]:
-    """Delay a job's first delivery by ``accounting.notify_wait_s`` so the
-    refinement pass can correct the category first. Call right after
-    ``notify.enqueue_report`` (before any flush). Returns the keys held.
-
-    If no refinement comes (slurmdbd down), the hold simply expires and the
-    next ``notify flush`` sends the epilog's answer: waiting is bounded.
-    """
-    acc = AccountingSettings.coerce(settings)
-    if acc.notify_wait_s <= 0:
-        return []
-    now = time.time() if now is None else now
-    held = []
-    for it in job_items(settings, job_key, "pending"):
-        def upd(item: Dict[str, Any]) -> bool:
-            if int(item.get("attempts", 0)):
-                return False  # already tried: its backoff rules
-            item["next_attempt_at"] = max(float(item.get("next_attempt_at", 0)), now + acc.notify_wait_s)
-            item["held_for"] = "accounting"
-            return True
-
-        if _rewrite_pending(settings, it["key"], upd):
-            held.append(it["key"])
-    return held
-
-
-def release_notifications(settings: Any, report: Mapping[str, Any], *, now: Optional[float] = None) -> List[str]:
-    """Give a job's waiting notifications the refined report and make them due."""
-    from gcm_checks import notify
-
-    ns = notify.NotifySettings.coerce(settings)
-    now = time.time() if now is None else now
-    job_key = (report.get("job") or {}).get("key", "")
-    released = []
-    for it in job_items(settings, job_key, "pending"):
-        ch = ns.channel(it.get("channel", ""))
-
-        def upd(item: Dict[str, Any], ch: Any = ch) -> bool:
-            if ch is not None:
-                item["payload"] = notify.build_payload(ch, report, list((item.get("payload") or {}).get("to") or []))
-            if not int(item.get("attempts", 0)):
-                item["next_attempt_at"] = min(float(item.get("next_attempt_at", now)), now)
-            item.pop("held_for", None)
-            item["refined_at"] = now
-            return True
-
-        if _rewrite_pending(settings, it["key"], upd):
-            released.append(it["key"])
-    return released
+# The outbox hand-off lives in handoff.py; these names stay importable here.
+from gcm_checks.accounting.handoff import (  # noqa: E402,F401
+    cause_changed, hold_notifications, job_items, notify_refined, release_notifications,
+)
 
 
 # --------------------------------------------------------------------------
@@ -335,9 +261,21 @@ def find_report(settings: Any, rec: Any, sibling_ends: Sequence[float] = ()) -> 
             if i == 0:
                 return report, path  # no time to check: trust the key, and only the key
             continue
+        if i == 0 and _names_run(report, rec) and report_belongs_to(report, rec):
+            # Its key and the run count the prolog recorded agree: the next
+            # run ending seconds later (a requeue off a bad node) is no rival.
+            return report, path
         if report_belongs_to(report, rec, sibling_ends):
             return report, path
     return None, ""
+
+
+def _names_run(report: Mapping[str, Any], rec: Any) -> bool:
+    job = report.get("job") or {}
+    try:
+        return int(job.get("restart_count") or 0) == int(rec.run) and "context" in report
+    except (TypeError, ValueError):
+        return False
 
 
 def refine_pass(
@@ -474,30 +412,10 @@ def _refine_one(settings: Any, rec: Any, now: float, summary: PassSummary, retry
     else:
         summary.confirmed.append(key)
     try:
-        summary.released.extend(notify_refined(settings, new, now=now))
+        summary.released.extend(notify_refined(settings, new, now=now, change=change))
     except Exception as e:  # noqa: BLE001 - rule 6: the report is on disk; delivery is best effort
         summary.errors.append(f"{key}: outbox: {e}")
     return True
-
-
-def notify_refined(settings: Any, report: Mapping[str, Any], *, now: Optional[float] = None) -> List[str]:
-    """Queue what the refined report now warrants, and refresh what waits.
-
-    ``enqueue_report`` is idempotent per job and channel, so a job whose mail
-    was sent is never mailed twice; a job that looked fine at epilog time (a
-    time limit reads exit 0) and failed by accounting gets its first one now.
-    Returns the keys due for delivery.
-    """
-    from gcm_checks import notify
-    from gcm_checks.report.model import JobInfo
-
-    job = JobInfo.from_dict(report.get("job") or {})
-    queued = notify.enqueue_report(report, job, settings, now=now)
-    keys = [k for k, v in queued.items() if v == "queued"]
-    for k in release_notifications(settings, report, now=now):
-        if k not in keys:
-            keys.append(k)
-    return keys
 
 
 __all__ = [

@@ -38,8 +38,11 @@ def aggregate(
     top: int = 10,
     min_failures: int = 2,
 ) -> Dict[str, Any]:
-    """``runs``: dicts with key, category, responsibility, source, nodes (list),
-    failed (bool), partition. Returns the trend document (``failures --json``)."""
+    """``runs``: dicts with key, category, responsibility, source, nodes (list)
+    or nodes_expr (a Slurm hostlist, expanded only when the run is an
+    infrastructure failure: most runs never need their node list), failed
+    (bool), partition. Streams: ``runs`` may be a generator. Returns the
+    trend document (``failures --json``)."""
     from gcm_checks.classify.taxonomy import CATEGORIES
 
     by_cat: Dict[str, Dict[str, Any]] = {}
@@ -65,7 +68,7 @@ def aggregate(
         if resp == INFRA:
             infra_total += 1
             infra_by_cat[cat] = infra_by_cat.get(cat, 0) + 1
-            for n in set(r.get("nodes") or ()):
+            for n in set(_nodes(r)):
                 d = node_cat.setdefault(n, {})
                 d[cat] = d.get(cat, 0) + 1
     suspects = []
@@ -95,6 +98,20 @@ def aggregate(
     }
 
 
+def _nodes(r: Mapping[str, Any]) -> List[str]:
+    if r.get("nodes") is not None:
+        return list(r.get("nodes") or ())
+    expr = r.get("nodes_expr") or ""
+    if not expr:
+        return []
+    from gcm_checks.hostlist import expand
+
+    try:
+        return expand(expr)
+    except Exception:  # noqa: BLE001 - an odd hostlist must not lose the run
+        return [expr]
+
+
 def render(doc: Mapping[str, Any]) -> List[str]:
     lines = []
     w = doc.get("window") or {}
@@ -121,6 +138,8 @@ def render(doc: Mapping[str, Any]) -> List[str]:
     elif doc.get("infrastructure_failures"):
         lines.append("")
         lines.append("No node appears in more than one infrastructure-caused failure.")
+    for n in doc.get("notes") or ():
+        lines.append(f"note: {n}")
     if any(row["from_sacct"] for row in (doc.get("by_category") or {}).values()):
         lines.append("")
         lines.append("'sacct only': no gcm-checks report on this machine; classified from accounting fields alone.")

@@ -19,7 +19,7 @@ like a node without DCGM installed: ``unknown``, never ``fail``.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from gcm_checks.registry import gatherer, register
 from gcm_checks.result import CheckResult, Status, passed, unknown
@@ -220,7 +220,14 @@ def _summarise(entries: list, limit: int = 3) -> str:
             parts.append(f"test '{e.test}' reported unrecognised status {e.raw_status!r}")
             continue
         err = "; ".join(x.describe() for x in e.errors) or "no detail from DCGM"
-        parts.append(f"test '{e.test}' ({_FINDING_WORDS.get(kind, '')}{err})")
+        words = _FINDING_WORDS.get(kind, "")
+        if kind == "config":
+            from gcm_checks.dcgm import config_setting
+
+            setting = config_setting(e)
+            if setting:
+                words = f"node setting {setting}, not hardware: "
+        parts.append(f"test '{e.test}' ({words}{err})")
     more = len(entries) - limit
     return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
 
@@ -232,7 +239,14 @@ def _entry_detail(e: Any, status: Status, kind: str) -> dict:
         "dcgm_status": e.raw_status,
         "verdict": status.value,
         "finding": kind,
+        "setting": _setting(e) if kind == "config" else None,
         "errors": [
             {"error_id": x.error_id, "severity": x.severity, "category": x.category, "text": x.text} for x in e.errors
         ],
     }
+
+
+def _setting(e: Any) -> Optional[str]:
+    from gcm_checks.dcgm import config_setting
+
+    return config_setting(e)

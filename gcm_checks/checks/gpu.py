@@ -67,6 +67,9 @@ def check_nvml(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     if facts.import_error:
         return [unknown("gpu.nvml", f"pynvml (nvidia-ml-py) not importable: {facts.import_error}; reinstall gcm-checks")]
     if facts.init_hang:
+        if not facts.deadline_full:
+            return [unknown("gpu.nvml", f"nvmlInit did not answer within the {facts.deadline_s:.2f}s left of the run budget "
+                                        "(less than its own deadline, or the process was starved of CPU): could not tell")]
         msg = "NVML did not answer within the deadline: driver wedged; reboot the node"
         return [failed("gpu.nvml", msg) if gpu_node or expected is None else unknown("gpu.nvml", msg)]
     if facts.init_error is not None:
@@ -108,6 +111,12 @@ def check_responsive(facts: GpuFacts, settings: Any) -> List[CheckResult]:
             else:
                 msg = f"GPU unusable ({g.broken_error}): {error_cause(_code_of(g.broken_error))}"
             out.append(failed("gpu.responsive", msg, g.subject))
+        elif not g.responsive and not getattr(facts, "deadline_full", True):
+            # Our budget or CPU starvation ended the wait, not the GPU's own
+            # deadline: budgets measure hardware, never us (rule 2).
+            out.append(unknown("gpu.responsive", f"NVML did not answer within the {timeout:.2f}s left of the run budget "
+                                                 "(less than gpu.nvml_timeout_s, or the process was starved of CPU): could not tell",
+                               g.subject))
         elif not g.responsive:
             out.append(failed("gpu.responsive", f"NVML calls did not return within {timeout:.1f}s: GPU or driver wedged; reboot",
                               g.subject))

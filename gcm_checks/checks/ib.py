@@ -65,9 +65,10 @@ def _sysfs_root(ctx: Any) -> str:
 
 
 def load_baseline(path: Path) -> Tuple[Optional[Dict[str, Dict[str, int]]], Optional[float], str]:
+    from gcm_checks.state import load_json
+
     try:
-        with open(path, "r", encoding="utf-8") as f:
-            data = json.load(f)
+        data = load_json(path)  # bounded size and depth: a planted file must not RecursionError
     except FileNotFoundError:
         return None, None, "first run: no previous counters"
     except (OSError, ValueError) as e:

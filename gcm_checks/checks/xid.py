@@ -28,6 +28,7 @@ from gcm_checks.result import CheckResult, failed, passed, unknown, warned
 
 HARDWARE = "xid.hardware"
 SOFTWARE = "xid.software"
+NVSWITCH = "xid.nvswitch"  # NVSwitch SXids (issue 18)
 
 # Most serious action first: the one a GPU's result names.
 _ACTION_RANK = {"drain_inspect": 4, "reboot": 3, "reset_gpu": 2, "restart_app": 1, "none": 0}
@@ -40,6 +41,7 @@ class XidFacts:
     window: Optional[Tuple[float, float]] = None  # None: whole log (simulation)
     error: Optional[str] = None  # set when the kernel log could not be read
     notes: Tuple[str, ...] = ()
+    sxids: Tuple[Any, ...] = ()  # SxidEvent, in log order
 
     def window_text(self) -> str:
         if self.window is None:
@@ -90,9 +92,11 @@ def gather_xid(ctx: Any) -> XidFacts:
         lines = lines_from_host()
     bus_map = _bus_map(ctx)
     try:
-        events = list(xscan.scan(lines, bus_map))
+        both = list(xscan.scan_all(lines, bus_map))
     except kernel_log.KernelLogUnavailable as e:
         return XidFacts(source=cov.source, window=window, error=str(e), notes=tuple(cov.notes))
+    events = [e for e in both if isinstance(e, xscan.XidEvent)]
+    sxids = tuple(e for e in both if not isinstance(e, xscan.XidEvent))
     if settings.get("xid.escalate_after_reset", True):
         esc = xscan.Escalation(state_dir, float(settings.get("xid.escalate_window_days", 30.0)))
         try:
@@ -106,7 +110,7 @@ def gather_xid(ctx: Any) -> XidFacts:
             xscan.write_last_scan(state_dir, window[1])
         except OSError as e:
             cov.notes.append(f"last-scan time not saved: {e}")
-    return XidFacts(tuple(events), cov.source, window, None, tuple(cov.notes))
+    return XidFacts(tuple(events), cov.source, window, None, tuple(cov.notes), sxids)
 
 
 def _bus_map(ctx: Any) -> Dict[str, int]:
@@ -193,4 +197,32 @@ def check_xid_software(facts: XidFacts, settings: Any) -> List[CheckResult]:
                           "not the node's", events=[e.to_dict() for e in app]))
     elif not out:
         out.append(passed(SOFTWARE, f"no driver or application XIDs in {facts.window_text()}"))
+    return out
+
+
+@register(NVSWITCH, tags=["epilog", "health"], needs="xid")
+def check_xid_nvswitch(facts: XidFacts, settings: Any) -> List[CheckResult]:
+    """NVSwitch SXids: a fatal one fails per switch link (the fabric needs a
+    reset, every all-GPU job on the node would fail); non-fatal ones warn."""
+    if facts.error:
+        return [unknown(NVSWITCH, f"kernel log not readable: {facts.error}", source=facts.source)]
+    out: List[CheckResult] = []
+    by_where: Dict[str, List[Any]] = {}
+    for ev in facts.sxids:
+        if ev.severity in ("fail", "warn"):
+            by_where.setdefault(f"{ev.severity}|{ev.where}", []).append(ev)
+    for key, evs in by_where.items():
+        head = evs[0]
+        verdict = {True: "Fatal", False: "Non-fatal", None: "no verdict"}[head.fatal]
+        more = f" ({len(evs) - 1} more)" if len(evs) > 1 else ""
+        msg = f"SXid {head.sxid} ({head.name}, {verdict}) at {_clock(head)}{more}"
+        kw = dict(sxid=head.sxid, switch=head.switch, link=head.link, pci_bus_id=head.pci_bus_id,
+                  events=[e.to_dict() for e in evs], source=facts.source)
+        if head.severity == "fail":
+            out.append(failed(NVSWITCH, msg + ": reboot the node (resets the NVSwitch fabric)", head.where,
+                              action=head.action, **kw))
+        else:
+            out.append(warned(NVSWITCH, msg, head.where, **kw))
+    if not out:
+        out.append(passed(NVSWITCH, f"no NVSwitch SXids in {facts.window_text()}", events=len(facts.sxids)))
     return out

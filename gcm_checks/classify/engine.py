@@ -219,22 +219,23 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
 
 def _judge_xid(line: str) -> Optional[Tuple[str, str, int, float, str]]:
     """A kernel XID line judged by NVIDIA's catalog (rule 4), as a hit."""
-    m = re.search(r"NVRM: Xid \([^)]*\):\s*(\d+)", line)
+    # ---- issue 18 hook: kernel lines are read by the XID scanner's own parser
+    # (gcm_checks.xid.parse.parse_xid), so `classify` and `xid scan` cannot disagree.
+    parsed = _kernel_reading(line)
+    m = None if parsed is not None else re.search(r"NVRM: Xid \([^)]*\):\s*(\d+)", line)
     # A bare "Xid 79" (a person's or a tool's note) counts only for codes in the
     # catalog and only when clear-cut; "xid 1234" may be a database's.
-    bare = m is None
+    bare = parsed is None and m is None
     if bare:
         m = re.search(r"\b[Xx][Ii][Dd](?:\s+[Ee]rror)?[\s:=]+(\d{1,3})\b", line)
-    if m is None:
+    if parsed is None and m is None:
         return None
-    code = int(m.group(1))
+    code = parsed.xid if parsed is not None else int(m.group(1))  # type: ignore[union-attr]
     try:
         from gcm_checks.xid.catalog import CATALOG, assess
-        from gcm_checks.xid.parse import parse_xid
 
         if bare and code not in CATALOG:
             return None
-        parsed = None if bare else parse_xid(line)
         a = assess(parsed.xid if parsed else code, dict(parsed.decoded) if parsed else None)
         sev, resp, name = a.severity, a.responsibility, a.name
     except ImportError:  # pragma: no cover - the xid package ships with us
@@ -252,6 +253,17 @@ def _judge_xid(line: str) -> Optional[Tuple[str, str, int, float, str]]:
     if sev == "warn" and not bare:
         return ("kernel.xid.warn", "gpu_hardware", 60, 0.5, f"the driver logged {what}")
     return None
+
+
+def _kernel_reading(line: str) -> Any:
+    """The XID scanner's reading of a kernel line (None: not an XID), issue 18."""
+    if "NVRM" not in line:
+        return None
+    try:
+        from gcm_checks.xid.parse import parse_xid
+    except ImportError:  # pragma: no cover - the xid package ships with us
+        return None
+    return parse_xid(line)
 
 
 _JUDGES = {"xid": _judge_xid}

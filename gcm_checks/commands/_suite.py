@@ -27,6 +27,14 @@ def load_settings(args: argparse.Namespace) -> Any:
     return config.load(args.config, getattr(args, "node", None))
 
 
+def load_settings_or_defaults(args: argparse.Namespace) -> Any:
+    """Settings for a node-side run: a broken config gives built-in defaults in
+    report-only (``settings.config_error`` says why), never an exception."""
+    from gcm_checks import config
+
+    return config.load_or_defaults(args.config, getattr(args, "node", None))[0]
+
+
 def result_rows(results: List[CheckResult]) -> List[Dict[str, Any]]:
     return [
         {"check": r.check, "status": r.status.value, "subject": r.subject, "message": r.message,
@@ -53,9 +61,11 @@ def counts(results: List[CheckResult]) -> Dict[str, int]:
     return c
 
 
-def summary_line(kind: str, node: str, verdict: Status, results: List[CheckResult], action: Optional[str]) -> str:
+def summary_line(kind: str, node: str, verdict: Status, results: List[CheckResult], action: Optional[str],
+                 worst: Optional[CheckResult] = None) -> str:
     c = counts(results)
-    worst = next((r for r in results if r.status is verdict and verdict is not Status.PASS), None)
+    if worst is None:
+        worst = next((r for r in results if r.status is verdict and verdict is not Status.PASS), None)
     head = f"gcm-checks {kind} {node}: {verdict.value.upper()}"
     tail = f" ({c['pass']} pass, {c['warn']} warn, {c['unknown']} unknown, {c['fail']} fail)"
     what = f" - {worst.check} {worst.subject}: {worst.message}" if worst else ""

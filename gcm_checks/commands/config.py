@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any, List
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,6 +17,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("path", nargs="?", help="config file")
     s.add_argument("--node", help="node name (default: this node)")
     s.add_argument("--json", action="store_true")
+
+
+# What a prolog, epilog or health run does with a config that fails here.
+BROKEN_MEANS = ("prolog, epilog and health run the hardware checks with built-in defaults in report-only: "
+                "nothing is drained, the log has a config_error line, the gcm_config_error metric is 1")
+
+
+def advice(settings: Any) -> List[str]:
+    """Valid but probably not meant: each a sentence for the admin."""
+    out = []
+    budget = float(settings.get("budget_s"))
+    for key in ("gpu.nvml_timeout_s", "gpu.nvml_init_timeout_s"):
+        v = float(settings.get(key))
+        if v >= budget * 0.8:
+            out.append(f"{key} ({v:g}s) leaves no room in budget_s ({budget:g}s): a hung GPU is then never given its "
+                       f"whole deadline and is reported unknown, not failed")
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,16 +49,21 @@ def run(args: argparse.Namespace) -> int:
         settings = config.resolve(data, getattr(args, "node", None) or config.node_name(), path or "(defaults)")
     except config.ConfigError as e:
         if args.json:
-            print(json.dumps({"ok": False, "file": e.source, "key": e.key, "expected": e.expected, "error": str(e)}))
+            print(json.dumps({"ok": False, "file": e.source, "key": e.key, "expected": e.expected, "error": str(e),
+                              "on_nodes": BROKEN_MEANS}))
         else:
             print(f"config error: {e}", file=sys.stderr)
+            print(f"on the nodes: {BROKEN_MEANS}", file=sys.stderr)
         return 1
     if cmd == "check":
         nodes = len(data.get("nodes") or [])
+        warnings = advice(settings)
         if args.json:
-            print(json.dumps({"ok": True, "file": path or "(defaults)", "node_sections": nodes}))
+            print(json.dumps({"ok": True, "file": path or "(defaults)", "node_sections": nodes, "warnings": warnings}))
         else:
             print(f"{path or '(built-in defaults)'}: ok ({nodes} node section(s))")
+            for w in warnings:
+                print(f"warning: {w}", file=sys.stderr)
         return 0
     doc = {"source": settings.source, "node": settings.node, "matched_sections": settings.matched_sections,
            "settings": settings.data}

@@ -6,8 +6,9 @@ epilog none), runs DCGM diagnostics and a fast GPU re-check, and drains on a
 hardware ``fail`` with the prolog's reason format and ownership rules.
 
 Exit status: 0 after draining the node itself - a non-zero epilog makes Slurm
-drain with "Epilog error", hiding our reason - and non-zero only when the node
-should be drained but our drain could not be made, so Slurm drains it anyway.
+drain with "Epilog error", hiding our reason - and 100 (decide.EXIT_DRAIN)
+only when the node should be drained but our drain could not be made, so
+Slurm drains it anyway.
 
 Then, after the verdict is fixed: this node's evidence goes to the job report
 (one report per job, assembled by exactly one node) and notification is handed
@@ -66,14 +67,13 @@ def _parse_slurm_time(text: str) -> Optional[float]:
 
 def first_node(env: Mapping[str, str]) -> Optional[str]:
     """The job's first node (the batch host), from the epilog environment."""
-    from gcm_checks.hostlist import expand
+    from gcm_checks.hostlist import first
 
     expr = env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST") or ""
     try:
-        nodes = expand(expr) if expr else []
+        return first(expr) if expr else None  # never expands the rest
     except ValueError:
-        nodes = []
-    return nodes[0] if nodes else None
+        return None
 
 
 def _show_job(settings: Any, job_id: Optional[str], log: Any, node: str = "", env: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
@@ -102,20 +102,11 @@ def _job_failed(exit_info: Mapping[str, Any], show: Mapping[str, str]) -> bool:
         state in ("FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "TIMEOUT") or reason in ("nonzeroexitcode", "timelimit")
 
 
-# The drain reason names the most telling failure: an XID carries NVIDIA's
-# recommended action, DCGM the failing test; a GPU re-check comes last.
-REASON_PREFERENCE = ("xid.", "dcgm.", "gpu.", "ib.")
-
-
 def drain_worthy(results: List[Any]) -> Optional[Any]:
-    from gcm_checks.result import Status
+    """The failure that names the drain: the decision core's one ranking."""
+    from gcm_checks.decide import pick_failure
 
-    fails = [r for r in results if r.status is Status.FAIL]
-    for prefix in REASON_PREFERENCE:
-        for r in fails:
-            if r.check.startswith(prefix):
-                return r
-    return fails[0] if fails else None
+    return pick_failure(results)
 
 
 def evidence_of(ctx: Any, results: List[Any]) -> Dict[str, Any]:
@@ -128,6 +119,7 @@ def evidence_of(ctx: Any, results: List[Any]) -> Dict[str, Any]:
     return {
         "results": [r.to_dict() for r in results],
         "xids": [e.to_dict() for e in getattr(xid_facts, "events", ())],
+        "sxids": [e.to_dict() for e in getattr(xid_facts, "sxids", ())],  # NVSwitch (issue 18)
         "xid_window": list(ctx.window) if ctx.window else None,
         "dcgm_diag": dcgm_facts.to_dict() if hasattr(dcgm_facts, "to_dict") else None,
         "gpus": [
@@ -188,7 +180,9 @@ def make_classifier(exit_info: Mapping[str, Any], show: Mapping[str, str]):
 def _run(args, settings, node, job_id, log, t0) -> int:
     from gcm_checks import runner
     from gcm_checks.classify import exit_info_from_env
-    from gcm_checks.commands.prolog import _telemetry, drain_for, render, run_checks
+    from gcm_checks.commands.prolog import _telemetry, render, run_checks
+    from gcm_checks.node_action import apply_decision, node_context
+    from gcm_checks.decide import decide, is_would_drain, settle
     from gcm_checks.result import Status
 
     env = os.environ
@@ -206,35 +200,50 @@ def _run(args, settings, node, job_id, log, t0) -> int:
     ctx.job = {"job_id": job_id, "gpus": env.get("SLURM_JOB_GPUS"), **exit_info}
     log.info("job", window_from=window_from, failed=failed_job, state=show.get("JobState"), reason=show.get("Reason"), **exit_info)
 
-    results, v, fail = run_checks(args, "epilog", ctx, log)
-    fail = drain_worthy(results) or fail
-    drain_reason = action = None
-    code = 0
-    if fail is not None:
-        drain_reason, action = drain_for(args, settings, node, ctx, fail, log)
-        # Our drain made (or kept: someone else's drain is already there): 0.
-        # Could not drain at all: non-zero so Slurm drains the node itself.
-        code = 1 if action == "error" else 0
+    results, v, _ = run_checks(args, "epilog", ctx, log)
+    decision = decide(results, "epilog", node_context(args, settings))
+    action = apply_decision(args, settings, node, ctx, decision, log)
+    if action and action.startswith("braked: "):
+        decision = decide(results, "epilog", node_context(args, settings, brake=action[len("braked: "):]))
+        v, action = decision.verdict, "braked"
+    drain_reason = decision.reason
+    # Our drain made (or kept: someone else's drain is already there): 0.
+    # Could not drain at all: EXIT_DRAIN so Slurm drains the node itself.
+    decision = settle(decision, action)
+    code = decision.exit_code
     counts = {s.value: sum(1 for r in results if r.status is s) for s in Status}
     log.info("done", verdict=v.value, counts=counts, duration_s=round(time.monotonic() - t0, 4), action=action)
 
     # --- everything below is after the verdict and cannot change it -------
+    from gcm_checks.state import job_record
+
+    # The prolog's count names this run: a run ended by a requeue already
+    # sees the next count in its epilog environment and in scontrol.
+    restarts = job_record(Path(ctx.state_dir), job_id, node).get("restart_count") if job_id else None
     evidence = evidence_of(ctx, results)
-    if drain_reason and action in ("drained", "already", "would_drain", "report-only: would drain", "kept_foreign"):
-        evidence["drains"] = [{"node": node, "reason": drain_reason, "action": action}]
+    try:
+        evidence.update(run_context(settings, env, show, restarts))
+        if exit_info.get("derived_exit_code"):
+            evidence["derived_exit_code"] = int(exit_info["derived_exit_code"])
+        if drain_reason and action:
+            d = drain_evidence(ctx.state_dir, node, drain_reason, action)
+            # The decision core knows report-only and the would-drain spelling.
+            d.update(report_only=decision.report_only, would_drain=is_would_drain(action))
+            evidence["drains"] = [d]
+    except Exception as e:  # noqa: BLE001 - report context is a bonus; the verdict is decided (rule 6)
+        log.warning("report_context_failed", error=f"{type(e).__name__}: {e}")
+        if drain_reason and action:
+            evidence["drains"] = [{"node": node, "reason": drain_reason, "action": action}]
     _write_local_evidence(ctx, job_id, node, evidence, log)
     report = None
     if job_id and settings.get("epilog.report") and not getattr(args, "no_report", False):
-        from gcm_checks.state import job_record
-
-        restarts = job_record(Path(ctx.state_dir), job_id, node).get("restart_count")
         report = _report(settings, node, job_id, show, exit_info, evidence, log, restarts)
     _telemetry(results, settings, node, job_id, "epilog", action, log, xids=evidence["xids"])
     if job_id:
         from gcm_checks.state import forget_job
 
         forget_job(Path(ctx.state_dir), job_id, node)
-    render(args, "epilog", node, results, v, drain_reason, action,
+    render(args, "epilog", node, results, v, drain_reason, action, decision=decision,
            extra={"job_id": job_id, "window": evidence["xid_window"], "xids": evidence["xids"], "report": report})
     return code
 
@@ -249,16 +258,69 @@ def _write_local_evidence(ctx: Any, job_id: Optional[str], node: str, evidence: 
         log.warning("evidence_not_written", error=str(e))
 
 
-SHARED_SHOW = ("JobState", "Reason", "JobName", "StartTime")
+SHARED_SHOW = ("JobState", "Reason", "JobName", "StartTime", "Partition", "Restarts")
+
+# JobState values of a run that ended in a requeue (the epilog of a run whose
+# prolog failed on another node, or of an `scontrol requeue`).
+_REQUEUED_STATES = ("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "REQUEUE")
 
 
-def job_facts(show: Mapping[str, str]) -> Dict[str, Any]:
+def run_context(settings: Any, env: Mapping[str, str], show: Mapping[str, str],
+                this_run: Optional[int] = None) -> Dict[str, Any]:
+    """Facts about this run the report's outcome needs (report/outcome.py):
+    report-only mode, the job's GPUs on this node, whether Slurm requeued it.
+
+    Slurm 22.05, measured: the epilog of a run whose prolog failed sees
+    JobState=COMPLETING, Reason=None and exit 0 - like a success - but
+    ``Restarts`` is already one more than the count the prolog recorded for
+    this run. That is the requeue."""
+    from gcm_checks import slurm
+
+    out: Dict[str, Any] = {"report_only": bool(slurm.report_only(settings))}
+    gpus = [int(g) for g in (env.get("SLURM_JOB_GPUS") or "").split(",") if g.strip().isdigit()]
+    if gpus:
+        out["job_gpus"] = gpus
+    state = (show.get("JobState") or "").upper()
+    reason = (show.get("Reason") or "").lower()
+    later = show.get("Restarts", "")
+    if state in _REQUEUED_STATES or "requeue" in reason or (
+            this_run is not None and later.isdigit() and int(later) > int(this_run)):
+        out["requeued"] = True
+    return out
+
+
+def drain_evidence(state_dir: Any, node: str, reason: str, action: str) -> Dict[str, Any]:
+    """The drain as Slurm holds it: "already" means an earlier gcm drain (the
+    prolog's) kept its reason, which our local drain record names - no RPC."""
+    from gcm_checks import slurm
+
+    would = action.startswith(("report-only", "would"))
+    d: Dict[str, Any] = {"node": node, "reason": reason, "action": action, "would_drain": would,
+                         "report_only": action.startswith("report-only"), "drained": action in ("drained", "already")}
+    if action == "drained":
+        d["held_reason"] = reason
+    elif action == "already":
+        rec = slurm.drain_record(str(state_dir), node) or {}
+        if rec.get("reason"):
+            d["held_reason"] = rec["reason"]
+    return d
+
+
+def job_facts(show: Mapping[str, str], exit_info: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """JobInfo fields from ``scontrol show job`` (empty when not asked)."""
     facts: Dict[str, Any] = {}
     if show.get("JobName"):
         facts["name"] = show["JobName"]
     if show.get("JobState"):
-        facts["state"] = show["JobState"]
+        from gcm_checks.report.outcome import final_state
+
+        # COMPLETING in the epilog; the Reason and exit status say more.
+        code, sig = _exit_of(show.get("ExitCode", ""))
+        if exit_info:  # the epilog environment's exit status is the job's own
+            code, sig = exit_info.get("exit_code") or code, exit_info.get("signal") or sig
+        facts["state"] = final_state(show["JobState"], show.get("Reason", ""), code, sig)
+    if show.get("Partition"):
+        facts["partition"] = show["Partition"]
     st = _parse_slurm_time(show.get("StartTime", ""))
     if st is not None:
         facts["start"] = st
@@ -275,6 +337,11 @@ def job_facts(show: Mapping[str, str]) -> Dict[str, Any]:
         except ValueError:
             pass
     return facts
+
+
+def _exit_of(text: str) -> Tuple[Optional[int], Optional[int]]:
+    code, _, sig = (text or "").partition(":")
+    return (int(code) if code.isdigit() else None), (int(sig) if sig.isdigit() else None)
 
 
 def dcgm_level_after_failure(settings: Any, budget_s: float, log: Any) -> int:
@@ -297,14 +364,17 @@ def _report(settings: Any, node: str, job_id: str, show: Mapping[str, str], exit
     try:
         from gcm_checks.report import JobInfo, assemble_and_notify
 
-        overrides: Dict[str, Any] = {"end": time.time(), **job_facts(show)}
+        facts = job_facts(show, exit_info)
+        if evidence.get("requeued") and facts.get("state"):
+            facts["state"] = "REQUEUED"  # what sacct will say of this run (COMPLETING here)
+        overrides: Dict[str, Any] = {"end": time.time(), **facts}
         if restart_count is not None:
             # The prolog's count names this run: a run ended by a requeue
             # already sees the next count in its epilog environment.
             overrides["restart_count"] = int(restart_count)
         if show:
             # Shared with the other nodes: only this one asked slurmctld.
-            evidence["job_facts"] = dict(job_facts(show), scontrol={k: show[k] for k in SHARED_SHOW if k in show})
+            evidence["job_facts"] = dict(facts, scontrol={k: show[k] for k in SHARED_SHOW if k in show})
         job = JobInfo.from_env(os.environ, **overrides)
         out = assemble_and_notify(job, settings, node=node, budget_s=float(settings.get("epilog.report_budget_s")),
                                   evidence=evidence, classifier=make_classifier(exit_info, show))

@@ -1,6 +1,8 @@
 """``gcm-checks failures``: failure trends by category, responsibility and node.
 
-One sacct call for the whole range. Each failed run is classified from its
+Failures only (the outcome, report/outcome.py: a completed, cancelled or
+requeued run is none, whatever its category), one sacct call for the whole
+range. Each failed run is classified from its
 stored gcm-checks report where this machine has one, else from sacct's fields
 alone (marked "sacct only"). Nodes that keep appearing in infrastructure-
 caused failures are listed as suspects even if every check on them passes.
@@ -55,4 +57,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         for line in render(doc):
             print(line)
+        if doc.get("suspect_completions"):
+            # Not failures, but results an admin may want re-checked.
+            print(f"\n{len(doc['suspect_completions'])} run(s) completed with a hardware fault on their GPUs: "
+                  + ", ".join(doc["suspect_completions"][:10]))
     return 0

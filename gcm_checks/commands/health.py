@@ -18,8 +18,10 @@ A healthy node with nothing to change makes no Slurm call. An unreachable
 slurmctld costs at most ``slurm.timeout_s`` per call and a log line - never a
 hang, never a drain. ``unknown`` results change nothing in Slurm.
 
-Exit status: 1 when a check failed, else 0 (slurmd only logs a non-zero
-health check; it never drains for it).
+Exit status: 100 (decide.EXIT_DRAIN) when the decision was a drain, else 0
+(slurmd only logs a non-zero health check; it never drains for it).
+Report-only changes nothing: no drain, no feature, no resume; the log,
+metrics and ``--json`` say what would have happened.
 """
 
 from __future__ import annotations
@@ -74,14 +76,9 @@ def housekeeping(settings: Any, node: str, log: Any) -> None:
 
 def health_features(results: List[Any]) -> Optional[List[str]]:
     """gcm features for a verdict; None when we could not tell (change nothing)."""
-    from gcm_checks.result import Status, verdict
+    from gcm_checks.decide import health_features as hf
 
-    v = verdict(results)
-    if v is Status.PASS:
-        return ["gcm_ok"]
-    if v in (Status.WARN, Status.FAIL):
-        return ["gcm_degraded"]
-    return None  # UNKNOWN: "we could not tell" is not a transition
+    return hf(results)
 
 
 def passed_checks(results: List[Any]) -> List[str]:
@@ -95,22 +92,43 @@ def passed_checks(results: List[Any]) -> List[str]:
 
 
 def decide_and_apply(backend: Any, node: str, results: List[Any], *, state_dir: str, log: Any,
-                     resume_on_pass: bool = True, verify_features: bool = False) -> Dict[str, Any]:
-    """All of health mode's Slurm side effects; returns what was done, for the log and --json."""
+                     resume_on_pass: bool = True, verify_features: bool = False,
+                     context: Any = None, settings: Any = None) -> Dict[str, Any]:
+    """All of health mode's Slurm side effects, as the decision core decides
+    them; returns what was done, for the log and --json."""
     from gcm_checks import slurm
-    from gcm_checks.result import Status, first_failure
+    from dataclasses import replace
 
+    from gcm_checks.decide import NodeContext, action_words, decide
+    from gcm_checks.result import Status
+
+    ctx = context if context is not None else NodeContext(resume_on_pass=resume_on_pass)
+    d = decide(results, "health", ctx)
+    if d.report_only or d.failure is None:
+        from types import SimpleNamespace
+
+        from gcm_checks.node_action import note_would_drain
+
+        note_would_drain(SimpleNamespace(state_dir=state_dir, node=node), d, log)
     actions: Dict[str, Any] = {}
-    fail = first_failure(results)
-    if fail is not None:
-        reason = slurm.make_drain_reason(fail.check, fail.subject, fail.message)
-        out = slurm.apply_drain(backend, node, reason, state_dir=state_dir, log=log, check=fail.check)
-        actions["drain"] = {"action": out.action, "reason": out.reason, "previous_reason": out.previous_reason}
-    elif resume_on_pass:
+    would = isinstance(backend, slurm.DryRunBackend)
+    if d.node_action == "drain" and d.report_only:
+        log.warning("would_drain", reason=d.reason, report_only=True, config_error=d.config_error)
+        actions["drain"] = {"action": "would drain", "reason": d.reason, "previous_reason": None}
+    elif d.node_action == "drain" and settings is not None and _braked(settings, node, d, log, backend):
+        d = decide(results, "health", replace(ctx, brake=_braked(settings, node, d, log, backend)))
+        actions["drain"] = {"action": "braked", "reason": None, "previous_reason": None, "why": d.brake}
+    elif d.node_action == "drain":
+        out = slurm.apply_drain(backend, node, d.reason, state_dir=state_dir, log=log, check=d.failure.check)
+        actions["drain"] = {"action": action_words(out.action, would) if would else out.action, "reason": out.reason,
+                            "previous_reason": out.previous_reason}
+    elif d.node_action == "resume-if-passed":
         res = slurm.resume_if_passed(backend, node, passed_checks(results), state_dir=state_dir, log=log)
         if res is not None:
             actions["resume"] = {"action": res.action, "previous_reason": res.previous_reason}
-    want = health_features(results)
+    elif d.report_only and slurm.drain_record(state_dir, node) is not None:
+        log.info("would_resume_if_passed", note="report-only: no resume")
+    want = d.features
     if want is not None:
         failing = sorted({r.check for r in results if r.status in (Status.FAIL, Status.WARN)})
         status = "ok" if want == ["gcm_ok"] else "degraded"
@@ -121,7 +139,26 @@ def decide_and_apply(backend: Any, node: str, results: List[Any], *, state_dir: 
                                      stamp=slurm.conf_stamp())
         if out_f.action != "unchanged":
             actions["features"] = {"action": out_f.action, "features": list(out_f.features), "detail": out_f.detail}
+    elif d.report_only:
+        wanted = health_features(results)
+        if wanted:
+            actions["features"] = {"action": "would set", "features": wanted, "detail": "report-only"}
+    actions["_decision"] = d
     return actions
+
+
+def _braked(settings: Any, node: str, decision: Any, log: Any, backend: Any) -> Optional[str]:
+    """The mass-drain brake's answer, read once per run (cached on the decision's check)."""
+    key = (node, decision.failure.check)
+    if key not in _BRAKE_CACHE:
+        from gcm_checks.node_action import brake_for
+
+        why = brake_for(settings, node, decision, log)
+        _BRAKE_CACHE[key] = why[len("braked: "):] if why else None
+    return _BRAKE_CACHE[key]
+
+
+_BRAKE_CACHE: Dict[Any, Optional[str]] = {}
 
 
 def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float) -> int:
@@ -143,19 +180,32 @@ def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float
     backend = slurm.backend_from_settings(settings, dry_run=getattr(args, "dry_run", False),
                                           out=sys.stderr if args.json else sys.stdout, log=log)
     resume = bool(settings.get("slurm.resume_on_pass", True)) and not args.no_resume
+    from gcm_checks.node_action import node_context
+
     actions = decide_and_apply(backend, node, results, state_dir=str(ctx.state_dir), log=log,
-                               resume_on_pass=resume, verify_features=args.reapply)
-    log.info("done", verdict=v.value, duration_s=round(time.monotonic() - t0, 4), actions=actions)
+                               verify_features=args.reapply, context=node_context(args, settings, resume_on_pass=resume),
+                               settings=settings)
+    decision = actions.pop("_decision")
+    if decision.brake:
+        v = decision.verdict  # suspected cluster-wide cause: unknown, not a hardware verdict
+    log.info("done", verdict=v.value, duration_s=round(time.monotonic() - t0, 4), actions=actions, decision=decision.admin)
     if not getattr(args, "dry_run", False):
         housekeeping(settings, node, log)
     from gcm_checks.commands.prolog import _telemetry
 
-    _telemetry(results, settings, node, None, "health", None, log,
+    drain_action = (actions.get("drain") or {}).get("action")
+    _telemetry(results, settings, node, None, "health", drain_action, log,
                xids=[e.to_dict() for e in getattr(ctx.facts.get("xid"), "events", ())])
     action_text = ", ".join(f"{k}: {a['action']}" for k, a in actions.items()) or None
+    if decision.config_error:
+        action_text = f"{action_text or 'no change'} [config error: defaults, report-only]"
+    elif decision.report_only and action_text:
+        action_text += " [report-only]"
     if args.json:
-        emit_json({"verdict": v.value, "node": node, "actions": actions, "results": result_rows(results)})
+        emit_json({"verdict": v.value, "node": node, "actions": actions, "results": result_rows(results),
+                   "report_only": decision.report_only, "would_drain": drain_action == "would drain",
+                   "config_error": decision.config_error, "decision": decision.to_dict()})
     elif sys.stdout.isatty() or getattr(args, "dry_run", False) or v is not Status.PASS:
         render_table(results)
-    print(summary_line("health", node, v, results, action_text), file=sys.stderr)
-    return 1 if v is Status.FAIL else 0
+    print(summary_line("health", node, v, results, action_text, worst=decision.failure), file=sys.stderr)
+    return decision.exit_code

@@ -72,7 +72,7 @@ def _state_dir(settings: Any) -> str:
     return os.path.expanduser(str(settings.get("state_dir")))
 
 
-def status_row(info: Any, local_drain: Any = None) -> Dict[str, Any]:
+def status_row(info: Any, local_drain: Any = None, would: Any = None) -> Dict[str, Any]:
     from gcm_checks.slurm import GCM_FEATURES
 
     owner = None
@@ -87,6 +87,8 @@ def status_row(info: Any, local_drain: Any = None) -> Dict[str, Any]:
         "gcm_features": [f for f in info.active_features if f in GCM_FEATURES],
         "last_gcm": last,
         "local_drain_record": local_drain,
+        # report-only (or a broken config): what gcm decided but did not do
+        "would_drain": would,
     }
 
 
@@ -102,7 +104,10 @@ def _status(args: argparse.Namespace, settings: Any, backend: Any) -> int:
         print(f"gcm-checks node status: Slurm did not answer: {e}", file=sys.stderr)
         return 1
     sd = _state_dir(settings)
-    rows = [status_row(i, slurm.drain_record(sd, i.name) if i.name == settings.node else None) for i in infos]
+    from gcm_checks.state import would_drain_record
+
+    rows = [status_row(i, slurm.drain_record(sd, i.name) if i.name == settings.node else None,
+                       would_drain_record(sd, i.name) if i.name == settings.node else None) for i in infos]
     if args.json:
         emit_json({"nodes": rows})
         return 0
@@ -119,6 +124,13 @@ def _render(rows: List[Dict[str, Any]]) -> None:
     widths = [max(len(str(row[i])) for row in table) for i in range(len(head) - 1)]
     for row in table:
         print("  ".join(str(c).ljust(w) for c, w in zip(row[:-1], widths)) + "  " + str(row[-1]))
+    for r in rows:
+        w = r.get("would_drain")
+        if w:
+            import time as _t
+
+            when = _t.strftime("%Y-%m-%dT%H:%M:%S", _t.localtime(float(w.get("time") or 0)))
+            print(f"{r['node']}: would drain ({w.get('why')}, {w.get('mode')} at {when}): {w.get('reason')}")
 
 
 def _drain(args: argparse.Namespace, settings: Any, backend: Any, log: Any) -> int:
@@ -163,7 +175,7 @@ def _drain_text(doc: Dict[str, Any]) -> str:
     if a == "kept_foreign":
         return f"{doc['node']}: NOT drained again: already drained by someone else ({doc['previous_reason']!r}); use --force to replace"
     if a == "would_drain":
-        return f"{doc['node']}: dry run, nothing changed"
+        return f"{doc['node']}: would drain: {doc['reason']}; dry run, nothing changed"
     return f"{doc['node']}: {a}: {doc['detail']}"
 
 
@@ -182,6 +194,7 @@ def _resume(args: argparse.Namespace, settings: Any, backend: Any, log: Any) -> 
             "resumed": f"{args.node}: resumed (was: {out.previous_reason})",
             "not_drained": f"{args.node}: not drained ({out.detail}); nothing to do",
             "kept_foreign": f"{args.node}: NOT resumed: drained by someone else ({out.previous_reason!r}); use --force",
+            "would_resume": f"{args.node}: would resume (drained: {out.previous_reason}); dry run, nothing changed",
         }
         print(msgs.get(out.action, f"{args.node}: {out.action}: {out.detail}"))
-    return 0 if out.action in ("resumed", "not_drained") else 1
+    return 0 if out.action in ("resumed", "would_resume", "not_drained") else 1

@@ -2,7 +2,7 @@
 
     gcm-checks notify flush [--now] [--budget S] [--json] [--strict]
     gcm-checks notify show [--state pending|sent|dead|all] [--json]
-    gcm-checks notify report JOB [--format txt|json|html]
+    gcm-checks notify report JOB [--format txt|json|html] [--admin]
     gcm-checks notify retry [KEY]
 
 ``flush`` is safe to run from cron on every node as often as you like: it
@@ -34,6 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = sub.add_parser("report", help="print a job's assembled report")
     p.add_argument("job", help="job id (or id.restart for a requeued job)")
     p.add_argument("--format", choices=("txt", "json", "html"), default="txt")
+    p.add_argument("--admin", action="store_true",
+                   help="the admin view: every node's findings, could-not-test lines, report-only decisions, notes")
     p = sub.add_parser("retry", help="move dead items back to pending")
     p.add_argument("key", nargs="?", help="one idempotency key (default: all dead items)")
     p.add_argument("--json", action="store_true")
@@ -78,7 +80,12 @@ def _flush(args: argparse.Namespace, settings: Any) -> int:
             print(f"failed     {f['key']}: {f['error']}")
         for k in s.dead:
             print(f"gave up    {k} (kept in outbox/dead; 'notify retry' to resend)")
+        for q in getattr(s, "quarantined", ()):
+            print(f"quarantined {q['name']}: {q['why']} (moved to outbox/quarantine, never sent)")
         print(f"{len(s.sent)} sent, {len(s.failed)} failed, {pending} pending")
+    if getattr(s, "refused", ""):
+        print(f"gcm-checks notify flush: {s.refused}", file=sys.stderr)
+        return 1
     return 1 if args.strict and pending else 0
 
 
@@ -107,6 +114,17 @@ def _report(args: argparse.Namespace, settings: Any) -> int:
     from gcm_checks.report import report_paths
 
     path = report_paths(settings, args.job)[f"report.{args.format}"]
+    if getattr(args, "admin", False):
+        from gcm_checks.report.render import to_text
+
+        path = report_paths(settings, args.job)["report.json"]
+        try:
+            with open(path, "rb") as f:
+                sys.stdout.write(to_text(json.load(f), audience="admin"))
+            return 0
+        except (OSError, ValueError) as e:
+            print(f"gcm-checks notify: no readable report for job {args.job} on this node ({path}: {e})", file=sys.stderr)
+            return 1
     try:
         with open(path, "rb") as f:
             sys.stdout.write(f.read().decode("utf-8", "replace"))

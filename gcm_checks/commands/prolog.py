@@ -15,6 +15,7 @@ import time
 from typing import Any, Callable, List, Optional, Tuple
 
 from gcm_checks.commands._suite import add_common
+from gcm_checks.node_action import apply_decision, node_context
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,17 +28,19 @@ def run(args: argparse.Namespace) -> int:
 
 def guarded(args: argparse.Namespace, kind: str, body: Callable[..., int]) -> int:
     """Load config and open the log, then run ``body``; anything that goes
-    wrong on our side is reported and exits 0 - never a drain or requeue."""
+    wrong on our side is reported and exits 0 - never a drain or requeue.
+
+    A broken config does not stop the run: the hardware is still checked with
+    built-in defaults in report-only (``config.load_or_defaults``), so the
+    admin learns of the bad node AND of the bad config, and nothing drains.
+    """
     t0 = time.monotonic()
-    from gcm_checks.config import ConfigError
+    from gcm_checks.config import load_or_defaults
 
-    try:
-        from gcm_checks.commands._suite import load_settings
-
-        settings = load_settings(args)
-    except ConfigError as e:
-        print(f"gcm-checks {kind}: UNKNOWN - configuration error, no checks run: {e}", file=sys.stderr)
-        return 0
+    settings, cfg_err = load_or_defaults(args.config, getattr(args, "node", None))
+    if cfg_err is not None:
+        _say(f"gcm-checks {kind}: CONFIG ERROR - {cfg_err}; running built-in defaults in report-only "
+             "(nothing is drained); fix it, then run 'gcm-checks config check'")
     from gcm_checks.logs import close_log, open_log
 
     node = settings.node
@@ -46,19 +49,66 @@ def guarded(args: argparse.Namespace, kind: str, body: Callable[..., int]) -> in
     # quarter of its time budget, so it writes the same lines without it.
     log = open_log(settings.get("log_path"), fast=(kind == "prolog"), mode=kind, node=node, job_id=job_id)
     try:
+        if cfg_err is not None:
+            log.error("config_error", error=str(cfg_err), file=cfg_err.source, key=cfg_err.key,
+                      running="built-in defaults, report-only")
+        refuse_unsafe_dirs(settings, kind, log)
         return body(args, settings, node, job_id, log, t0)
+    except BrokenPipeError:  # the reader went away (| head): nothing to report
+        return 0
     except Exception as e:  # noqa: BLE001 - our bug: report, never drain
-        log.exception("internal_error", error=str(e))
-        print(f"gcm-checks {kind} {node}: UNKNOWN - internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        try:
+            log.exception("internal_error", error=str(e))
+        except Exception:  # noqa: BLE001 - a full log disk must not turn this into a crash
+            pass
+        _say(f"gcm-checks {kind} {node}: UNKNOWN - internal error: {type(e).__name__}: {e}")
         return 0
     finally:
-        close_log()
+        try:
+            close_log()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def refuse_unsafe_dirs(settings: Any, kind: str, log: Any) -> None:
+    """Root never uses a state, spool or outbox directory others can write.
+
+    Refused loudly and never a drain: the state moves to a fresh private
+    directory for this run (job start, drain records, baselines are not
+    kept), and the job report and notification are skipped.
+    """
+    from gcm_checks.state import unsafe_dir
+
+    problem = unsafe_dir(str(settings.get("state_dir") or ""))
+    if problem:
+        import tempfile
+
+        private = tempfile.mkdtemp(prefix="gcm-checks-state-")
+        log.error("unsafe_dir", setting="state_dir", problem=problem, using=private)
+        _say(f"gcm-checks {kind}: REFUSED state_dir: {problem}; using {private} for this run - fix: chown root, chmod go-w")
+        settings.data["state_dir"] = private
+    for key in ("report.spool_dir", "report.outbox_dir", "notify.outbox_dir"):
+        problem = unsafe_dir(str(settings.get(key) or ""))
+        if problem:
+            log.error("unsafe_dir", setting=key, problem=problem, skipped="job report and notification")
+            _say(f"gcm-checks {kind}: REFUSED {key}: {problem}; job report and notification skipped - fix: chown root, chmod go-w")
+            settings.data.setdefault("epilog", {})["report"] = False
+            settings.data.setdefault("notify", {})["channels"] = []
+
+
+def _say(line: str) -> None:
+    """One line on stderr (slurmd's log); never raises."""
+    try:
+        print(line, file=sys.stderr)
+    except Exception:  # noqa: BLE001 - stderr closed or on a full disk
+        pass
 
 
 def run_checks(args: argparse.Namespace, kind: str, ctx: Any, log: Any) -> Tuple[List[Any], Any, Optional[Any]]:
-    """Run the suite; return (results, verdict, first failure)."""
+    """Run the suite; return (results, verdict, the failure that names a drain)."""
     from gcm_checks import runner
-    from gcm_checks.result import Status, first_failure, verdict
+    from gcm_checks.decide import pick_failure
+    from gcm_checks.result import Status, verdict
 
     log.info("start", sim=ctx.sim.get("name") if ctx.sim else None, budget_s=ctx.budget_s, config=ctx.settings.source)
     try:
@@ -68,47 +118,40 @@ def run_checks(args: argparse.Namespace, kind: str, ctx: Any, log: Any) -> Tuple
     for r in results:
         if r.status is not Status.PASS:
             log.info("result", **r.to_dict())
-    return results, verdict(results), first_failure(results)
-
-
-def drain_for(args: argparse.Namespace, settings: Any, node: str, ctx: Any, fail: Any, log: Any) -> Tuple[str, str]:
-    """Drain for a hardware failure under the ownership rules.
-
-    Returns (drain_reason, action); action is the slurm.DrainOutcome action,
-    or "report-only: would drain".
-    """
-    from gcm_checks import slurm
-
-    reason = slurm.make_drain_reason(fail.check, fail.subject, fail.message)
-    if slurm.report_only(settings):
-        log.warning("would_drain", reason=reason)
-        return reason, "report-only: would drain"
-    backend = slurm.backend_from_settings(settings, dry_run=getattr(args, "dry_run", False),
-                                          out=sys.stderr if args.json else sys.stdout, log=log)
-    outcome = slurm.apply_drain(backend, node, reason, state_dir=str(ctx.state_dir), log=log, check=fail.check)
-    log.warning("drain", action=outcome.action, reason=reason, detail=outcome.detail)
-    return reason, outcome.action
+    return results, verdict(results), pick_failure(results)
 
 
 def render(args: argparse.Namespace, kind: str, node: str, results: List[Any], v: Any, drain_reason: Optional[str],
-           action: Optional[str], extra: Optional[dict] = None) -> None:
+           action: Optional[str], extra: Optional[dict] = None, decision: Any = None) -> None:
     from gcm_checks.commands._suite import emit_json, render_table, result_rows, summary_line
     from gcm_checks.result import Status
 
     if args.json:
         doc = {"verdict": v.value, "drain_reason": drain_reason, "node": node, "action": action,
                "results": result_rows(results)}
+        if decision is not None:
+            doc.update(report_only=decision.report_only, would_drain=action == "would drain",
+                       config_error=decision.config_error, decision=decision.to_dict())
         doc.update(extra or {})
         emit_json(doc)
     elif sys.stdout.isatty() or getattr(args, "dry_run", False) or v is not Status.PASS:
         render_table(results)
-    print(summary_line(kind, node, v, results, action), file=sys.stderr)
+    from gcm_checks.decide import action_words
+
+    words = action_words(action)
+    if decision is not None and decision.config_error:
+        words = f"{words or 'no change'} [config error: defaults, report-only]"
+    elif decision is not None and decision.report_only and words:
+        words += " [report-only]"
+    worst = decision.failure if decision is not None else None
+    print(summary_line(kind, node, v, results, words, worst=worst), file=sys.stderr)
 
 
 def _run(args, settings, node, job_id, log, t0) -> int:
     from pathlib import Path
 
     from gcm_checks import runner
+    from gcm_checks.decide import decide
     from gcm_checks.result import Status
 
     ctx = runner.build_context(settings, sim=args.sim, budget_s=args.budget, dry_run=bool(getattr(args, "dry_run", False)))
@@ -123,24 +166,27 @@ def _run(args, settings, node, job_id, log, t0) -> int:
                              restart_count=int(restarts) if restarts.isdigit() else None)
         except OSError as e:
             log.warning("job_start_not_recorded", error=str(e))
-    results, v, fail = run_checks(args, "prolog", ctx, log)
-    drain_reason = action = None
-    code = 0
-    if fail is not None:
-        drain_reason, action = drain_for(args, settings, node, ctx, fail, log)
-        # Non-zero so Slurm requeues the job elsewhere - even if our drain
-        # failed, Slurm's own "Prolog error" drain keeps jobs off this GPU.
-        # Report-only mode never requeues.
-        code = 0 if action.startswith("report-only") else 1
+    results, v, _ = run_checks(args, "prolog", ctx, log)
+    decision = decide(results, "prolog", node_context(args, settings))
+    action = apply_decision(args, settings, node, ctx, decision, log)
+    if action and action.startswith("braked: "):
+        # Suspected cluster-wide cause: unknown, no drain, no requeue.
+        decision = decide(results, "prolog", node_context(args, settings, brake=action[len("braked: "):]))
+        v, action = decision.verdict, "braked"
+    code = decision.exit_code
     counts = {s.value: sum(1 for r in results if r.status is s) for s in Status}
-    log.info("done", verdict=v.value, counts=counts, duration_s=round(time.monotonic() - t0, 4), action=action)
+    log.info("done", verdict=v.value, counts=counts, duration_s=round(time.monotonic() - t0, 4), action=action,
+             decision=decision.admin)
     _telemetry(results, settings, node, job_id, "prolog", action, log)
-    render(args, "prolog", node, results, v, drain_reason, action)
+    render(args, "prolog", node, results, v, decision.reason, action, decision=decision)
     return code
 
 
 def _telemetry(results: List[Any], settings: Any, node: str, job_id: Optional[str], mode: str, action: Optional[str],
                log: Any, xids: Any = None) -> None:
+    gauges = {"gcm_config_error": 1.0 if getattr(settings, "config_error", None) else 0.0,
+              "gcm_would_drain": 1.0 if action == "would drain" else 0.0,
+              "gcm_drain_braked": 1.0 if (action or "").startswith("braked") else 0.0}
     """Metrics sinks (Prometheus textfile, OTLP) when configured; never a verdict.
 
     The prolog writes only the local textfile: it must not wait on a network
@@ -154,6 +200,7 @@ def _telemetry(results: List[Any], settings: Any, node: str, job_id: Optional[st
         from gcm_checks import telemetry
 
         telemetry.export(results, settings, mode=mode, node=node, job_id=job_id, xids=xids,
-                         drained=bool(action and action in ("drained", "already")), log=log, sinks=sinks)
+                         drained=bool(action and action in ("drained", "already")), log=log, sinks=sinks,
+                         gauges=gauges)
     except Exception as e:  # noqa: BLE001 - a sink never changes the verdict (rule 6)
         log.warning("telemetry_failed", error=f"{type(e).__name__}: {e}")

@@ -18,17 +18,18 @@ _LIVE_LOOKBACK_S = 86400.0  # live sources default to the last day: never the wh
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="xid_cmd", metavar="ACTION")
-    e = sub.add_parser("explain", help="what an XID code means and what to do about it")
-    e.add_argument("code", type=int, help="XID number, e.g. 79")
+    e = sub.add_parser("explain", help="what an XID (or NVSwitch SXid, 10000 and up) code means and what to do")
+    e.add_argument("code", type=int, help="XID number, e.g. 79, or SXid number, e.g. 20034")
     e.add_argument("--json", action="store_true")
     s = sub.add_parser("scan", help="list XIDs in a window of the kernel log")
-    s.add_argument("--kernel-log", metavar="PATH", help="read this file (dmesg, dmesg -T, syslog, ISO; .gz ok)")
+    s.add_argument("--kernel-log", metavar="PATH", help="read this file (dmesg, dmesg -T, syslog, ISO, saved "
+                   "/dev/kmsg records; .gz ok)")
     s.add_argument("--source", choices=("auto", "kmsg", "journal", "file"), default="auto",
                    help="where to read (default: the file if given, else /dev/kmsg, else the journal)")
     s.add_argument("--since", metavar="ISO", help="window start, ISO 8601 or @epoch (inclusive)")
     s.add_argument("--until", metavar="ISO", help="window end, ISO 8601 or @epoch (inclusive)")
-    s.add_argument("--boot-time", metavar="ISO", help="boot time for [seconds-since-boot] stamps in a file "
-                   "(default: this node's current boot)")
+    s.add_argument("--boot-time", metavar="ISO", help="boot time for [seconds-since-boot] stamps and kmsg records "
+                   "in a file (default: the capture's own '# boot_time:' line, else this node's current boot)")
     s.add_argument("--timeout", type=float, default=10.0, help="deadline for journalctl (seconds)")
     s.add_argument("--no-gpu-map", action="store_true", help="do not ask NVML for PCI bus id -> GPU index")
     s.add_argument("--json", action="store_true", help="one JSON document: {events: [...], ...}")
@@ -45,9 +46,36 @@ def run(args: argparse.Namespace) -> int:
     return 2
 
 
+def _explain_sxid(args: argparse.Namespace) -> int:
+    from gcm_checks.xid import sxid
+
+    info = sxid.lookup(args.code)
+    known = args.code in sxid.CATALOG
+    if args.json:
+        print(json.dumps(dict(info.to_dict(), drains=_sxid_drains(info)), indent=2))
+        return 0 if known else 1
+    print("\n".join([
+        f"NVSwitch SXid {info.code}: {info.name}",
+        f"  kind:            {info.kind.replace('_', ' ')} (NVIDIA Fabric Manager user guide)",
+        f"  impact:          {info.impact}",
+        f"  recovery:        {info.recovery}",
+        f"  gcm-checks:      {_sxid_drains(info)}",
+    ]))
+    return 0 if known else 1
+
+
+def _sxid_drains(info: Any) -> str:
+    if info.kind == "always_fatal":
+        return "drains the node (always fatal to the fabric)"
+    return ("drains the node when the line says Fatal; Non-fatal is reported, never drains"
+            + (" (and this one is ignored: corrected or harmless)" if info.recovery == "None needed." else ""))
+
+
 def _explain(args: argparse.Namespace) -> int:
     from gcm_checks.xid import catalog
 
+    if args.code >= 10000:  # XIDs stop well below; SXids start at 10001
+        return _explain_sxid(args)
     info = catalog.lookup(args.code)
     known = args.code in catalog.CATALOG
     if args.json:
@@ -117,14 +145,16 @@ def _scan(args: argparse.Namespace) -> int:
     try:
         lines = kernel_log.read_window(source, path=args.kernel_log, since=since, until=until,
                                        timeout=args.timeout, boot=boot, coverage=cov)
-        events = list(xscan.scan(lines, bus_map))
+        both = list(xscan.scan_all(lines, bus_map))
     except kernel_log.KernelLogUnavailable as e:
         if args.json:
             print(json.dumps({"ok": False, "error": str(e), "source": cov.source or source}))
         else:
             print(f"gcm-checks xid scan: kernel log not readable: {e}", file=sys.stderr)
         return 2
-    drain = any(e.severity == "fail" for e in events)
+    events = [e for e in both if isinstance(e, xscan.XidEvent)]
+    sxids = [e for e in both if not isinstance(e, xscan.XidEvent)]
+    drain = any(e.severity == "fail" for e in both)
     if args.json:
         doc = {
             "ok": True,
@@ -134,10 +164,12 @@ def _scan(args: argparse.Namespace) -> int:
             "undated_lines_skipped": cov.undated,
             "notes": cov.notes,
             "events": [e.to_dict() for e in events],
+            "sxids": [e.to_dict() for e in sxids],  # NVSwitch, their own kind of event
         }
         print(json.dumps(doc, indent=2))
     else:
         _print_table(events, cov, since, until)
+        _print_sxids(sxids)
     return 1 if drain else 0
 
 
@@ -162,3 +194,18 @@ def _print_table(events: List[Any], cov: Any, since: Optional[float], until: Opt
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
     fails = sum(1 for e in events if e.severity == "fail")
     print(f"{len(events)} XID event(s), {fails} drain-worthy")
+
+
+def _print_sxids(sxids: List[Any]) -> None:
+    if not sxids:
+        return
+    rows = [("TIME", "SXID", "SWITCH", "PCI BUS ID", "LINK", "VERDICT", "SEVERITY", "NAME")]
+    for e in sxids:
+        verdict = {True: "Fatal", False: "Non-fatal", None: "-"}[e.fatal]
+        rows.append((e.time or "-", str(e.sxid), e.switch or "-", e.pci_bus_id or "-",
+                     "-" if e.link is None else str(e.link), verdict, e.severity, e.name))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    print()
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+    print(f"{len(sxids)} NVSwitch SXid event(s), {sum(1 for e in sxids if e.severity == 'fail')} drain-worthy")

@@ -18,13 +18,18 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from gcm_checks.deadline import DeadlineExceeded, call_with_deadline, run_all
 
-# NVML return codes (nvml.h) we explain; values are stable across releases.
+# Every NVML return code in nvml.h (nvmlReturn_t; values are stable across
+# releases) and what it means on a node. Issue 18: codes missing here showed
+# up as a bare "NVML_ERROR_8", and insufficient power did not mark the GPU.
 NVML_ERRORS = {
     1: ("NVML_ERROR_UNINITIALIZED", "NVML was not initialised (our bug)"),
     2: ("NVML_ERROR_INVALID_ARGUMENT", "invalid argument to NVML (our bug)"),
     3: ("NVML_ERROR_NOT_SUPPORTED", "not supported on this GPU"),
     4: ("NVML_ERROR_NO_PERMISSION", "insufficient permissions to talk to the GPU driver (/dev/nvidia* access)"),
+    5: ("NVML_ERROR_ALREADY_INITIALIZED", "NVML initialised twice (our bug; deprecated code)"),
     6: ("NVML_ERROR_NOT_FOUND", "not found"),
+    7: ("NVML_ERROR_INSUFFICIENT_SIZE", "buffer too small for NVML's answer (our bug)"),
+    8: ("NVML_ERROR_INSUFFICIENT_POWER", "the GPU's external power cables are not properly attached: reseat them"),
     9: ("NVML_ERROR_DRIVER_NOT_LOADED", "NVIDIA kernel driver is not loaded (modprobe nvidia / check dmesg)"),
     10: ("NVML_ERROR_TIMEOUT", "the GPU did not answer in time"),
     11: ("NVML_ERROR_IRQ_ISSUE", "NVIDIA driver has an interrupt problem"),
@@ -36,14 +41,25 @@ NVML_ERRORS = {
     17: ("NVML_ERROR_OPERATING_SYSTEM", "the operating system blocked the call"),
     18: ("NVML_ERROR_LIB_RM_VERSION_MISMATCH", "NVML library and kernel driver versions differ: reboot (or reload the driver) after the driver upgrade"),
     19: ("NVML_ERROR_IN_USE", "GPU is in use"),
-    20: ("NVML_ERROR_MEMORY", "insufficient memory"),
+    20: ("NVML_ERROR_MEMORY", "NVML could not allocate memory (host memory exhausted)"),
     21: ("NVML_ERROR_NO_DATA", "no data"),
+    22: ("NVML_ERROR_VGPU_ECC_NOT_SUPPORTED", "ECC is not supported with vGPU on this GPU"),
+    23: ("NVML_ERROR_INSUFFICIENT_RESOURCES", "not enough resources for the request (GPU partitions, MIG)"),
+    24: ("NVML_ERROR_FREQ_NOT_SUPPORTED", "clock frequency not supported"),
+    25: ("NVML_ERROR_ARGUMENT_VERSION_MISMATCH", "NVML structure version does not match the library (pynvml/driver skew)"),
+    26: ("NVML_ERROR_DEPRECATED", "NVML call deprecated in this driver"),
+    27: ("NVML_ERROR_NOT_READY", "the system is not ready for the request (driver still initialising)"),
+    28: ("NVML_ERROR_GPU_NOT_FOUND", "no GPU found"),
+    29: ("NVML_ERROR_INVALID_STATE", "operation not allowed in the GPU's current state"),
     999: ("NVML_ERROR_UNKNOWN", "unknown NVML error"),
 }
 NOT_SUPPORTED = 3
 GPU_IS_LOST = 15
-# Codes that mean this GPU itself is broken, whatever call raised them.
-GPU_BROKEN_CODES = {14, 15, 16}
+# Codes that mean this GPU itself is broken, whatever call raised them: a
+# person or a reset must fix the hardware. NVML_ERROR_MEMORY (20) is not
+# here: it is NVML failing to allocate (host memory), not a GPU fault, and
+# "could not tell" never drains (rule 2).
+GPU_BROKEN_CODES = {8, 14, 15, 16}
 
 # Clock throttle / event reason bits (nvml.h nvmlClocksThrottleReason*).
 THROTTLE_BITS = {
@@ -107,6 +123,10 @@ class GpuFacts:
     gpus: Tuple[GpuSnapshot, ...] = ()
     duration_s: float = 0.0
     deadline_s: float = 0.0  # the per-GPU deadline actually applied
+    # False when the run's budget (not the hardware deadline) cut a call
+    # short, or the process was starved past its deadline (CPU contention):
+    # a timeout then says nothing about the GPU and is judged unknown.
+    deadline_full: bool = True
 
     def bus_ids(self) -> Dict[str, int]:
         return {g.pci_bus_id: g.index for g in self.gpus if g.pci_bus_id}
@@ -225,12 +245,20 @@ def gather(nvml_loader: Any, timeout_s: float, total_s: Optional[float] = None,
         nvml = nvml_loader()
     except ImportError as e:
         return GpuFacts(import_error=str(e), duration_s=time.monotonic() - start)
+    def full(given: float, wanted: float, began: float) -> bool:
+        # The hardware had its whole deadline, and we were awake to see it
+        # end: a waiter that wakes far past its deadline was starved of CPU.
+        late = time.monotonic() - began - given
+        return given >= wanted * 0.999 and late <= max(0.25, 0.25 * given)
+
     try:
         # Without persistence mode the driver initialises every GPU inside
         # nvmlInit (seconds on a big node): it gets its own, longer deadline.
-        call_with_deadline(nvml.nvmlInit, left(init_timeout), "nvmlInit")
+        given, began = left(init_timeout), time.monotonic()
+        call_with_deadline(nvml.nvmlInit, given, "nvmlInit")
     except DeadlineExceeded:
-        return GpuFacts(init_hang=True, duration_s=time.monotonic() - start)
+        return GpuFacts(init_hang=True, duration_s=time.monotonic() - start, deadline_s=given,
+                        deadline_full=full(given, init_timeout, began))
     except nvml.NVMLError as e:
         return GpuFacts(init_error=_code(e), duration_s=time.monotonic() - start)
     try:
@@ -244,8 +272,9 @@ def gather(nvml_loader: Any, timeout_s: float, total_s: Optional[float] = None,
     except nvml.NVMLError as e:
         return GpuFacts(init_error=_code(e), driver_version=driver, duration_s=time.monotonic() - start)
     jobs = {f"gpu{i}": (lambda i=i: _gather_one(nvml, i)) for i in range(count)}
-    per_gpu = left()
+    per_gpu, began = left(), time.monotonic()
     done = run_all(jobs, per_gpu)
+    deadline_full = full(per_gpu, timeout_s, began)
     gpus = []
     for i in range(count):
         ok, value = done[f"gpu{i}"]
@@ -262,7 +291,7 @@ def gather(nvml_loader: Any, timeout_s: float, total_s: Optional[float] = None,
         except Exception:  # noqa: BLE001 - shutdown failures change nothing
             pass
     return GpuFacts(driver_version=driver, count=count, gpus=tuple(gpus), duration_s=time.monotonic() - start,
-                    deadline_s=per_gpu)
+                    deadline_s=per_gpu, deadline_full=deadline_full)
 
 
 def load_pynvml() -> Any:

@@ -18,7 +18,7 @@ from gcm_checks.notify.config import Channel, NotifySettings
 from gcm_checks.notify.outbox import FlushSummary, Outbox
 
 __all__ = ["NotifySettings", "Channel", "Outbox", "FlushSummary", "enqueue_report", "flush", "spawn_flush", "outbox_for",
-           "idempotency_key", "notify_run"]
+           "idempotency_key", "notification_key", "run_job_key", "notify_run"]
 
 
 def outbox_for(settings: Any) -> Outbox:
@@ -34,6 +34,26 @@ def idempotency_key(job_key: str, cluster: str, channel: str) -> str:
     # Per job run (id + requeue count) and channel: a requeued job gets a new
     # report; the same job never gets two on one channel.
     return f"{cluster or 'cluster'}/{job_key}/{channel}"
+
+
+def notification_key(job_key: str, cluster: str, channel: str, event: str = "") -> str:
+    """THE key of a job run's message on one channel (docs/reports.md, "One
+    message per job run"). Whoever notices first - the epilog, gcm-run, the
+    refinement pass - enqueues under it; the outbox refuses a second item
+    with the same key, so the user gets one message. ``event`` names the
+    only other messages a run may get, each once: ``refined`` (the cause
+    changed after the first was sent) and ``stall-<episode>`` (gcm-run)."""
+    base = idempotency_key(job_key, cluster, channel)
+    return f"{base}/{event}" if event else base
+
+
+def run_job_key(env: Optional[Mapping[str, str]] = None) -> str:
+    """The job key of the Slurm job run we are inside (gcm-run's side of the
+    hook): ``<id>`` or ``<id>.<restart count>``, as ``JobInfo.key``."""
+    e = os.environ if env is None else env
+    job_id = e.get("SLURM_JOB_ID") or e.get("SLURM_JOBID") or ""
+    restarts = (e.get("SLURM_JOB_RESTART_COUNT") or "0").strip()
+    return f"{job_id}.{restarts}" if job_id and restarts.isdigit() and int(restarts) else job_id
 
 
 def build_payload(channel: Channel, report: Mapping[str, Any], recipients: List[str]) -> Dict[str, Any]:
@@ -52,10 +72,13 @@ def build_payload(channel: Channel, report: Mapping[str, Any], recipients: List[
                      "summary": render.short_text(report), "report": slim}}
 
 
-def enqueue_report(report: Mapping[str, Any], job: Any, settings: Any, now: Optional[float] = None) -> Dict[str, str]:
+def enqueue_report(report: Mapping[str, Any], job: Any, settings: Any, now: Optional[float] = None,
+                   event: str = "") -> Dict[str, str]:
     """Put one item per wanted channel in the outbox. Returns key -> what happened.
 
     Called only after the report is on disk (nothing lost if we die here).
+    Whether the user is told follows the policy and the report's outcome
+    (mailed by default or not, report/outcome.py).
     """
     from gcm_checks.notify.policy import channel_wants, recipients
     from gcm_checks.report.model import report_failed
@@ -65,7 +88,7 @@ def enqueue_report(report: Mapping[str, Any], job: Any, settings: Any, now: Opti
     failed = report_failed(report)
     out: Dict[str, str] = {}
     for ch in ns.channels:
-        key = idempotency_key(job.key, job.cluster, ch.name)
+        key = notification_key(job.key, job.cluster, ch.name, event)
         if not channel_wants(ns, ch, job, failed):
             out[key] = "not wanted (policy)"
             continue

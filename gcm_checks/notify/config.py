@@ -25,6 +25,7 @@ class Channel:
     password: str = ""
     password_file: str = ""  # preferred: keeps the secret out of the config file
     sender: str = "gcm-checks@localhost"
+    message_id_domain: str = ""  # "" = this node's FQDN
     # webhook / slack
     url: str = ""
     headers: Tuple[Tuple[str, str], ...] = ()

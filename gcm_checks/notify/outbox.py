@@ -5,6 +5,10 @@ One JSON file per (job, channel), named from its idempotency key::
     pending/<name>.json   waiting (first try, or retry after backoff)
     sent/<name>.json      delivered; its existence blocks any re-send
     dead/<name>.json      gave up after give_up_after_s (kept for admins)
+    quarantine/<name>.*   an item that is not ours: empty, junk, oversized,
+                          forged (its key does not match its name, or not
+                          root's when we are root); set aside, never sent,
+                          and the rest of the outbox is still delivered
 
 Enqueueing is idempotent: an item whose key is already pending, sent or
 dead is not added again. Delivery takes an exclusive ``flock`` on the
@@ -49,9 +53,48 @@ class FlushSummary:
     skipped: List[str] = field(default_factory=list)  # not due, locked, or out of budget
     dead: List[str] = field(default_factory=list)
     assembled: List[str] = field(default_factory=list)  # overdue reports assembled first
+    quarantined: List[Dict[str, str]] = field(default_factory=list)  # {name, why}
+    refused: str = ""  # the whole outbox was not used (unsafe directory)
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"sent": self.sent, "failed": self.failed, "skipped": self.skipped, "dead": self.dead, "assembled": self.assembled}
+        return {"sent": self.sent, "failed": self.failed, "skipped": self.skipped, "dead": self.dead, "assembled": self.assembled,
+                "quarantined": self.quarantined, "refused": self.refused}
+
+
+MAX_ITEM_BYTES = 4 * 1024 * 1024
+
+
+class BadItem(ValueError):
+    """An outbox file that is not a well-formed item we wrote."""
+
+
+def check_item(raw: bytes, name: str, owner_uid: int) -> Dict[str, Any]:
+    """The item in ``raw`` (file ``name``), or BadItem saying why not."""
+    from gcm_checks.state import MAX_JSON_DEPTH, json_depth
+
+    if os.geteuid() == 0 and owner_uid != 0:
+        raise BadItem(f"owned by uid {owner_uid}, not root: forged")
+    if not raw.strip():
+        raise BadItem("empty")
+    if len(raw) > MAX_ITEM_BYTES:
+        raise BadItem(f"larger than {MAX_ITEM_BYTES} bytes")
+    text = raw.decode("utf-8", "replace")
+    if json_depth(text) > MAX_JSON_DEPTH:
+        raise BadItem("JSON nested too deep")
+    try:
+        item = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise BadItem(f"not JSON ({type(e).__name__})") from None
+    if not isinstance(item, dict) or not isinstance(item.get("key"), str) or not isinstance(item.get("channel"), str) \
+            or not isinstance(item.get("payload"), dict):
+        raise BadItem("not an outbox item (key, channel, payload)")
+    if file_name(item["key"]) != name:
+        raise BadItem("its key does not match its file name: forged or renamed")
+    for k in ("attempts", "next_attempt_at", "created_at"):
+        v = item.get(k, 0)
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or v != v or v in (float("inf"), float("-inf")):
+            raise BadItem(f"{k} is not a finite number")
+    return item
 
 
 class Outbox:
@@ -99,8 +142,10 @@ class Outbox:
                 continue
             try:
                 with open(os.path.join(d, n), "rb") as f:
-                    yield json.load(f)
-            except (OSError, ValueError):
+                    raw = f.read(MAX_ITEM_BYTES + 1)
+                    uid = os.fstat(f.fileno()).st_uid
+                yield check_item(raw, n, uid)
+            except (OSError, BadItem):
                 continue
 
     def counts(self) -> Dict[str, int]:
@@ -126,6 +171,13 @@ class Outbox:
         clock = now or time.time
         end = time.monotonic() + budget_s
         summary = FlushSummary()
+        from gcm_checks.state import unsafe_dir
+
+        problem = next((p for p in (unsafe_dir(os.path.join(self.root, sub)) for sub in ("", *STATES)) if p), None)
+        if problem:
+            # Whoever can write here can plant an item that we would mail.
+            summary.refused = f"outbox refused: {problem}; fix: chown root, chmod go-w"
+            return summary
         d = os.path.join(self.root, "pending")
         try:
             names = sorted(os.listdir(d))
@@ -139,8 +191,26 @@ class Outbox:
             if left <= 0.05:
                 summary.skipped.append(n)
                 continue
-            self._flush_one(os.path.join(d, n), send, left, backoff_base_s, backoff_max_s, give_up_after_s, force, clock, summary)
+            try:
+                self._flush_one(os.path.join(d, n), send, left, backoff_base_s, backoff_max_s, give_up_after_s, force, clock, summary)
+            except BadItem as e:
+                self._quarantine(os.path.join(d, n), str(e), summary)
+            except (OSError, ValueError, KeyError, TypeError) as e:  # one bad item never stops the others
+                summary.failed.append({"key": n, "error": f"{type(e).__name__}: {e}"[:500]})
         return summary
+
+    def _quarantine(self, path: str, why: str, summary: FlushSummary) -> None:
+        name = os.path.basename(path)
+        qdir = os.path.join(self.root, "quarantine")
+        try:
+            os.makedirs(qdir, mode=0o700, exist_ok=True)
+            os.rename(path, os.path.join(qdir, f"{name}.{int(time.time())}"))
+        except OSError:
+            try:
+                os.unlink(path)  # cannot keep it aside: never send it either
+            except OSError:
+                pass
+        summary.quarantined.append({"name": name, "why": why})
 
     def _flush_one(self, path, send, left, base, cap, give_up, force, clock, summary) -> None:
         try:
@@ -159,7 +229,8 @@ class Outbox:
             except FileNotFoundError:
                 return
             with os.fdopen(os.dup(fd), "rb") as f:
-                item = json.load(f)
+                raw = f.read(MAX_ITEM_BYTES + 1)
+            item = check_item(raw, os.path.basename(path), os.fstat(fd).st_uid)
             key = item["key"]
             if os.path.exists(self._path("sent", key)):
                 os.unlink(path)  # sent by someone who crashed before unlinking

@@ -21,8 +21,18 @@ class SendError(Exception):
     pass
 
 
-def message_id(key: str) -> str:
-    return f"<{hashlib.sha256(key.encode()).hexdigest()[:32]}@gcm-checks>"
+def message_id(key: str, domain: str = "") -> str:
+    """RFC 5322 Message-ID, stable per idempotency key (a resend is recognisably
+    the same message), on a real domain: the configured one, else this node's
+    FQDN (socket.getfqdn may ask DNS: the sender runs under a deadline)."""
+    return f"<{hashlib.sha256(key.encode()).hexdigest()[:32]}@{domain or _fqdn()}>"
+
+
+def _fqdn() -> str:
+    import socket
+
+    name = socket.getfqdn() or socket.gethostname() or "localhost"
+    return name if "." in name else f"{name}.localdomain"
 
 
 def send_smtp(channel: Channel, item: Mapping[str, Any], timeout: float) -> None:
@@ -35,16 +45,24 @@ def send_smtp(channel: Channel, item: Mapping[str, Any], timeout: float) -> None
     to = list(p.get("to") or [])
     if not to:
         raise SendError("no recipient")
-    msg = EmailMessage()
+    from email import policy
+
+    # RFC 5322 allows 998-character lines; folding a subject at 78 made
+    # Python put the whole value on a continuation line (" [gcm] ...").
+    msg = EmailMessage(policy=policy.SMTP.clone(max_line_length=998))
     msg["From"] = channel.sender
     msg["To"] = ", ".join(to)
     msg["Subject"] = p.get("subject", "gcm-checks job report")
     msg["Date"] = formatdate(localtime=False)
-    msg["Message-ID"] = message_id(item["key"])
+    msg["Message-ID"] = message_id(item["key"], channel.message_id_domain)
+    # RFC 3834: machine-generated; vacation responders and ticket systems
+    # must not answer it (nor loop with it).
+    msg["Auto-Submitted"] = "auto-generated"
+    msg["X-Auto-Response-Suppress"] = "All"
     msg["X-GCM-Idempotency-Key"] = item["key"]
-    msg.set_content(p.get("text", ""))
+    msg.set_content(p.get("text", ""), charset="utf-8")
     if p.get("html"):
-        msg.add_alternative(p["html"], subtype="html")
+        msg.add_alternative(p["html"], subtype="html", charset="utf-8")
     ctx = ssl.create_default_context(cafile=channel.cafile or None)
     if not channel.tls_verify:
         ctx.check_hostname = False

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from gcm_checks.qualify.levels import Level
-from gcm_checks.result import CheckResult, Status, first_failure, verdict
+from gcm_checks.result import CheckResult, Status, verdict
 
 QUALIFIED_FEATURE = "gcm_qualified"
 
@@ -141,7 +141,7 @@ def drain_reason(fail: CheckResult) -> str:
     from gcm_checks import slurm
 
     short = fail.details.get("short") if isinstance(fail.details, dict) else None
-    return slurm.make_drain_reason(f"qualify: {fail.check}", fail.subject, str(short or fail.message))
+    return slurm.make_drain_reason(fail.check, fail.subject, str(short or fail.message), context="qualify")
 
 
 def publish(outcome: QualifyOutcome, settings: Any, *, state_dir: str, dry_run: bool = False,
@@ -156,14 +156,19 @@ def publish(outcome: QualifyOutcome, settings: Any, *, state_dir: str, dry_run: 
     """
     from gcm_checks import slurm
 
+    from gcm_checks.decide import NodeContext, decide
+
     node = outcome.node
     v = outcome.verdict
-    fail = first_failure(outcome.results)
+    # The decision core's one ranking names the drain, as in every mode.
+    decision = decide(outcome.results, "qualify", NodeContext(report_only=slurm.report_only(settings), dry_run=dry_run,
+                                                              config_error=getattr(settings, "config_error", None)))
+    fail = decision.failure
     reason = drain_reason(fail) if fail is not None else None
     if v is Status.UNKNOWN:
         return "not qualified (could not tell); no Slurm change", None
-    if slurm.report_only(settings):
-        return ("report-only: would drain" if fail else f"report-only: would set {QUALIFIED_FEATURE}"), reason
+    if decision.report_only:
+        return ("would drain" if fail else f"would set {QUALIFIED_FEATURE}"), reason
     backend = slurm.backend_from_settings(settings, dry_run=dry_run, out=out, log=log)
     manage = (QUALIFIED_FEATURE,)
     if fail is not None:

@@ -117,8 +117,16 @@ def assemble(
             classification = classifier(job, logs, contribs)
         except Exception as e:  # noqa: BLE001 - a classifier bug must not lose the report
             notes.append(f"classifier failed: {type(e).__name__}: {e}")
-    report = build.build_report(job, contribs, classification=classification, logs=logs, generated_by=node, notes=notes, now=now)
-    # gcm-run's progress, stall and straggler findings, when the job ran under it.
+    run_status = None
+    try:
+        from gcm_checks.report.runlink import read_run_status
+
+        run_status = read_run_status(job, rs)
+    except Exception as e:  # noqa: BLE001 - gcm-run's status is a bonus, never the report's end
+        notes.append(f"gcm-run status not read: {type(e).__name__}: {e}")
+    report = build.build_report(job, contribs, classification=classification, logs=logs, generated_by=node, notes=notes,
+                                now=now, run_status=run_status)
+    # gcm-run's curves, stragglers and metrics (report/progress.py).
     from gcm_checks.report.progress import attach
 
     attach(report, job, rs.read_timeout_s)
@@ -143,7 +151,7 @@ def assemble(
 # JobInfo fields one node may have learned from slurmctld for everyone: only
 # the job's first node asks (one RPC per job, not per node), and shares the
 # answer as evidence["job_facts"].
-_SHARED_JOB_FACTS = ("name", "state", "start", "mail_user", "stdout", "stderr", "nodes")
+_SHARED_JOB_FACTS = ("name", "state", "start", "mail_user", "stdout", "stderr", "nodes", "partition")
 
 
 def with_job_facts(job: JobInfo, contribs: Mapping[str, Any]) -> JobInfo:

@@ -80,6 +80,7 @@ def build_report(
     generated_by: str = "",
     notes: Sequence[str] = (),
     now: Optional[float] = None,
+    run_status: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
     """The versioned report dict (schema in docs/reports.md)."""
     now = time.time() if now is None else now
@@ -106,20 +107,13 @@ def build_report(
     all_notes = list(notes)
     if missing:
         all_notes.append(f"no evidence from {len(missing)} node(s): {', '.join(missing)} (their epilog did not report in time)")
-    return {
+    report: Dict[str, Any] = {
         "schema": SCHEMA,
         "version": SCHEMA_VERSION,
         "generated_at": _iso(now),
         "generated_by": generated_by,
         "job": job.to_dict(),
-        "outcome": {
-            "failed": bool(job_failed or drains or cls_failed),
-            "job_failed": job_failed,
-            "classified_failure": cls_failed,
-            "state": job.state,
-            "exit_status": job.exit_status,
-            "nodes_drained": sorted({d["node"] for d in drains}),
-        },
+        "context": context_of(nodes),
         "classification": dict(classification) if classification else None,
         "nodes": nodes,
         "missing_nodes": missing,
@@ -127,6 +121,47 @@ def build_report(
         "logs": [dict(x) for x in logs],
         "notes": all_notes,
     }
+    if run_status:
+        report["run"] = dict(run_status)
+    report["outcome"] = outcome_dict(report, job_failed=job_failed, cls_failed=cls_failed)
+    return report
+
+
+def context_of(nodes: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """Run facts the nodes' epilogs saw: report-only mode, a requeue."""
+    ev = [n.get("evidence") or {} for n in nodes]
+    report_only = any(e.get("report_only") for e in ev) or any(
+        d.get("report_only") or str(d.get("action", "")).startswith("report-only")
+        for e in ev for d in e.get("drains") or () if isinstance(d, Mapping))
+    derived = max((int(e["derived_exit_code"]) for e in ev if str(e.get("derived_exit_code", "")).isdigit()), default=0)
+    out = {"report_only": bool(report_only), "requeued": any(bool(e.get("requeued")) for e in ev)}
+    if derived:
+        out["derived_exit_code"] = derived  # a step failed while the batch script exited 0
+    return out
+
+
+def outcome_dict(report: Mapping[str, Any], *, job_failed: Optional[bool] = None, cls_failed: Optional[bool] = None,
+                 state: Optional[str] = None, elapsed: str = "") -> Dict[str, Any]:
+    """``report["outcome"]``: the outcome (outcome.py) plus the facts it came from.
+
+    ``failed`` keeps its old meaning for the notification policy: the user
+    is told under ``on_failure`` (the outcome is mailed by default).
+    """
+    from gcm_checks.report.outcome import from_report, our_drains
+
+    o = from_report(report, state=state, elapsed=elapsed)
+    job = report.get("job") or {}
+    prev = report.get("outcome") or {}
+    d = o.to_dict()
+    d.update(
+        failed=o.mailed,
+        job_failed=bool(prev.get("job_failed")) if job_failed is None else job_failed,
+        classified_failure=bool(prev.get("classified_failure")) if cls_failed is None else cls_failed,
+        state=o.state or job.get("state") or "",
+        exit_status=job.get("exit_status") or "",
+        nodes_drained=sorted({str(x.get("node")) for x in our_drains(report.get("nodes") or ())}),
+    )
+    return d
 
 
 def _as_dict(d: Any) -> Dict[str, Any]:

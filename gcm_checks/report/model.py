@@ -166,9 +166,15 @@ def expand_stdio(pattern: str, *, job_id: str, user: str, name: str, node: str) 
         val = table.get(letter)
         if val is None:
             return m.group(0)
-        return val.zfill(int(width)) if width and val.isdigit() else val
+        # Slurm pads to a single-digit width; a user's "%999999999j" once
+        # made the root epilog allocate 24 GB before the OOM killer came.
+        return val.zfill(min(int(width[-3:]), MAX_PAD)) if width and val.isdigit() else val
 
-    return re.sub(r"%(\d*)([A-Za-z%])", sub, pattern)
+    return re.sub(r"%(\d*)([A-Za-z%])", sub, pattern[:MAX_PATH])[:MAX_PATH]
+
+
+MAX_PAD = 10  # digits of zero padding in a stdio pattern
+MAX_PATH = 4096  # PATH_MAX
 
 
 @dataclass(frozen=True)
@@ -265,9 +271,11 @@ def _jsonable(v: Any) -> Any:
 
 
 def report_failed(report: Mapping[str, Any]) -> bool:
-    """The notification policy's notion of failure: the job failed, a node
-    was drained during it, or the classifier blamed something."""
+    """The notification policy's notion of failure (``on_failure``): the
+    run's outcome is one the user is told about by default."""
     outcome = report.get("outcome") or {}
+    if "mailed" in outcome:
+        return bool(outcome["mailed"])  # the outcome's "mailed by default" (report/outcome.py)
     return bool(outcome.get("failed"))
 
 

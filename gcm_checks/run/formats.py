@@ -166,13 +166,21 @@ def parse_gcm(line: str) -> Optional[ProgressEvent]:
         if isinstance(v, bool):
             return None
         if isinstance(v, (int, float)):
-            return float(v)
-        return to_float(v) if isinstance(v, str) else None
+            try:
+                f: Optional[float] = float(v)
+            except OverflowError:  # a 400-digit int
+                return None
+        else:
+            f = to_float(v) if isinstance(v, str) else None
+        if f is None or key == "loss":
+            return f  # a NaN/inf loss is news (divergence)
+        # Everything else becomes times, counts and percentages (issue 12, 9).
+        return f if f == f and abs(f) < 1e15 else None
 
     extra = data.get("metrics")
     metrics = _metric_items(
         (k, v) for k, v in (extra.items() if isinstance(extra, dict) else ())
-        if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
+        if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e300
     )
     step = finite(num("step"))
     return ProgressEvent(

@@ -52,14 +52,35 @@ def die_with_parent_hook(sig: int = int(signal.SIGTERM)) -> Optional[Callable[[]
     return hook
 
 
-def become_subreaper() -> bool:
+PR_GET_CHILD_SUBREAPER = 37
+
+
+def become_subreaper() -> Optional[int]:
+    """Set the flag; returns its previous value (to restore), None if not set.
+    The flag outlives the run in our process: a caller that runs the wrapper
+    in-process (tests, tools) must get its old value back (``restore_subreaper``),
+    or every orphan of its later children would become its zombie."""
     prctl = _prctl()
     if prctl is None:
-        return False
+        return None
     try:
-        return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        import ctypes
+
+        old = ctypes.c_int(0)
+        prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(old), 0, 0, 0)
+        return old.value if prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 else None
     except Exception:  # noqa: BLE001
-        return False
+        return None
+
+
+def restore_subreaper(old: Optional[int]) -> None:
+    prctl = _prctl()
+    if prctl is None or old is None:
+        return
+    try:
+        prctl(PR_SET_CHILD_SUBREAPER, int(old), 0, 0, 0)
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def adopted_children(known: int) -> List[int]:

@@ -21,9 +21,9 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import time
-import uuid
-from typing import Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Optional
 
 from gcm_checks.run import guard, live
 from gcm_checks.run import status as st
@@ -65,7 +65,7 @@ class Wrapper:
         self.opts = opts
         self.env: Dict[str, str] = dict(os.environ if opts.env is None else opts.env)
         now_w, now_m = time.time(), time.monotonic()
-        self.state = RunState(run_id=_run_id(self.env), opts=opts, started_wall=now_w, started_mono=now_m)
+        self.state = RunState(run_id=live.run_id(self.env), opts=opts, started_wall=now_w, started_mono=now_m)
         self.user = live.user_name(self.env)
         self.tracker = Tracker()
         # One line buffer per stream: a loss dict on stdout must never be
@@ -96,7 +96,7 @@ class Wrapper:
             return EXIT_SETUP
         # Before any thread exists (the comment poster starts after launch).
         self.sentinel = guard.Sentinel()
-        guard.become_subreaper()
+        self._old_subreaper = guard.become_subreaper()
         self._install_signal_handlers()
         try:
             code = self._launch_and_pump()
@@ -324,9 +324,9 @@ class Wrapper:
                 if sc is None:
                     sc = self.scanners[fd] = ChunkScanner(self.tracker)
                 if n <= SCAN_BYTES:
-                    sc.feed(bytes(data), time.monotonic(), time.time())
+                    self._guard(sc.feed, bytes(data), time.monotonic(), time.time())
                 else:  # a flood: the newest part holds the news (see ChunkScanner)
-                    sc.feed(bytes(data[n - SCAN_BYTES:]), time.monotonic(), time.time(), head_cut=True)
+                    self._guard(sc.feed, bytes(data[n - SCAN_BYTES:]), time.monotonic(), time.time(), True)
                 self._dirty = True
                 got += n if fd not in self._ptys else COALESCE_BELOW
             busy = got > 0
@@ -334,24 +334,41 @@ class Wrapper:
                 time.sleep(COALESCE_S)
             now = time.monotonic()
             if now >= next_tick:
-                self._tick(now)
+                self._guard(self._tick, now)
                 next_tick = now + opts.tick_s
         for fd in list(readers):
             sio.close_fd(fd)
         for sc in self.scanners.values():
-            sc.flush(time.monotonic(), time.time())
+            self._guard(sc.flush, time.monotonic(), time.time())
         # A NaN printed just before exit, or a stall that ended with the last
         # line, must still reach the report: judge once more. These alerts go
         # out with the exit report, not as separate notices.
-        for alert in self.watchdog.check(self.tracker.snap, time.monotonic(), time.time()):
-            if alert.kind in ("diverged", "resumed"):  # a stall at exit is just the end
-                self.state.alerts.append(alert)
+        self._guard(self._final_alerts)
         rc = self.proc.wait()
         self._reaped = True
         if rc < 0:
             self.state.signal = -rc
             return 128 - rc
         return rc
+
+    def _final_alerts(self) -> None:
+        for alert in self.watchdog.check(self.tracker.snap, time.monotonic(), time.time()):
+            if alert.kind in ("diverged", "resumed"):  # a stall at exit is just the end
+                self.state.alerts.append(alert)
+
+    def _guard(self, fn: Any, *args: Any) -> None:
+        """Progress parsing and periodic work see the child's output: nothing
+        in it (GCM_PROGRESS {"eta_s": Infinity}, absurd numbers, deep JSON)
+        may crash gcm-run, kill the child or change its exit status."""
+        try:
+            fn(*args)
+        except Exception as e:  # noqa: BLE001
+            if not getattr(self, "_guard_error", None):
+                self._guard_error = f"{type(e).__name__}: {e}"[:300]
+                try:
+                    sys.stderr.write(f"gcm-run: progress tracking error ignored ({self._guard_error}); the job goes on\n")
+                except Exception:  # noqa: BLE001
+                    pass
 
     def _poll_child(self) -> bool:
         assert self.proc is not None
@@ -468,18 +485,8 @@ class Wrapper:
                 self.stragglers.close()
             if self.sentinel is not None:
                 self.sentinel.release()
+            guard.restore_subreaper(getattr(self, "_old_subreaper", None))
         return code
-
-
-# ---------------------------------------------------------------- helpers
-
-
-def _run_id(env: Mapping[str, str]) -> str:
-    job = env.get("SLURM_JOB_ID")
-    base = f"{st.host()}-{os.getpid()}"
-    if job:
-        base = f"job{job}.{env.get('SLURM_STEP_ID', 'x')}.{env.get('SLURM_PROCID', '0')}-{base}"
-    return f"{base}-{uuid.uuid4().hex[:6]}"
 
 
 def run_wrapped(opts: RunOptions) -> int:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import Any, Dict, Optional
+import uuid
+from typing import Any, Dict, Mapping, Optional
 
 from gcm_checks.run import status as st
 
@@ -99,3 +100,11 @@ def status_dict(w: Any, state: str) -> dict:
                      "silent_after_s": o.silent_after_s, "kill_on_stall": o.kill_on_stall,
                      "kill_on_nan": o.kill_on_nan, "notify": o.notify_policy},
     }
+
+
+def run_id(env: Mapping[str, str]) -> str:
+    job = env.get("SLURM_JOB_ID")
+    base = f"{st.host()}-{os.getpid()}"
+    if job:
+        base = f"job{job}.{env.get('SLURM_STEP_ID', 'x')}.{env.get('SLURM_PROCID', '0')}-{base}"
+    return f"{base}-{uuid.uuid4().hex[:6]}"

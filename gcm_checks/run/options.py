@@ -31,7 +31,7 @@ class RunOptions:
     index_dir: Optional[str] = None
     straggler_threshold: float = 0.20  # a node this much slower than the median is named
     straggler_window_s: float = 300.0
-    shared_dir: Optional[str] = None  # None: GCM_RUN_SHARED_DIR, else per job under the working dir
+    work_dir: Optional[str] = None  # the job's working directory (None: our cwd); .gcm-run/ goes there
     nvml_sampler: Optional[Callable[[], dict]] = None  # tests: a simulated GPU sampler
     # Hooks for tests and for the lead's wiring; None = the real thing.
     comment_sender: Optional[Callable[[str, str], None]] = None

@@ -403,5 +403,5 @@ def from_wrapper(w: Any) -> Optional[Stragglers]:
     except ValueError:
         interval = DEFAULT_INTERVAL_S
     sampler = o.nvml_sampler or gpu_sampler_from_env(env)
-    return Stragglers(env, os.getcwd(), threshold=o.straggler_threshold, window_s=o.straggler_window_s,
+    return Stragglers(env, o.work_dir or os.getcwd(), threshold=o.straggler_threshold, window_s=o.straggler_window_s,
                       interval_s=interval, gpu_sampler=sampler, summary=lambda: compact(w.status_dict("running")))

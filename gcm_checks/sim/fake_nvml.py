@@ -12,6 +12,8 @@ import threading
 from types import SimpleNamespace
 from typing import Any, Dict, List
 
+from gcm_checks.gather.nvml import NVML_ERRORS as _NVML_ERRORS
+
 
 class _LocalNVMLError(Exception):
     """Stand-in with pynvml's shape when nvidia-ml-py is not installed."""
@@ -34,21 +36,8 @@ def _error_class() -> Any:
 
 
 # Codes from nvml.h, by the names scenarios use.
-ERROR_CODES = {
-    "NVML_ERROR_UNINITIALIZED": 1,
-    "NVML_ERROR_INVALID_ARGUMENT": 2,
-    "NVML_ERROR_NOT_SUPPORTED": 3,
-    "NVML_ERROR_NO_PERMISSION": 4,
-    "NVML_ERROR_NOT_FOUND": 6,
-    "NVML_ERROR_DRIVER_NOT_LOADED": 9,
-    "NVML_ERROR_TIMEOUT": 10,
-    "NVML_ERROR_LIBRARY_NOT_FOUND": 12,
-    "NVML_ERROR_CORRUPTED_INFOROM": 14,
-    "NVML_ERROR_GPU_IS_LOST": 15,
-    "NVML_ERROR_RESET_REQUIRED": 16,
-    "NVML_ERROR_LIB_RM_VERSION_MISMATCH": 18,
-    "NVML_ERROR_UNKNOWN": 999,
-}
+# Every nvml.h return code, by name, as pynvml defines them (issue 18).
+ERROR_CODES = {name: code for code, (name, _) in _NVML_ERRORS.items()}
 
 _THROTTLE_NAMES = {
     "gpu_idle": 0x1,

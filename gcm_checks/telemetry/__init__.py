@@ -30,6 +30,7 @@ def export(
     when: Optional[float] = None,
     log: Any = None,
     sinks: Optional[Iterable[str]] = None,
+    gauges: Optional[Dict[str, float]] = None,
 ) -> Dict[str, str]:
     """Send one run to every configured sink (or only those named in
     ``sinks``: "prometheus", "otlp"). Returns {sink: "ok" | error}; never raises."""
@@ -44,6 +45,11 @@ def export(
 
         samples, events = build(list(results), mode=mode, node=node, when=when if when is not None else time.time(),
                                 job_id=job_id, xids=xids, drained=drained)
+        from gcm_checks.telemetry.model import Sample
+
+        # Decision gauges (gcm_config_error, gcm_would_drain): what the admin
+        # must see even when nothing was changed on the node.
+        samples.extend(Sample(name, (("mode", mode), ("node", node)), float(v)) for name, v in sorted((gauges or {}).items()))
     except Exception as e:  # noqa: BLE001 - telemetry never breaks a run
         outcome["telemetry"] = f"error: {type(e).__name__}: {e}"
         _log(log, "telemetry", outcome["telemetry"])

@@ -31,6 +31,9 @@ HELP = {
     "gcm_xid_events": "NVIDIA XID events seen in the last run's window, by code and GPU.",
     "gcm_node_drained": "1 when the node is drained by gcm-checks, 0 when not.",
     "gcm_last_run_timestamp_seconds": "Unix time the node's last run of this mode finished.",
+    "gcm_config_error": "1 when the config could not be used and built-in defaults ran in report-only.",
+    "gcm_would_drain": "1 when the last run decided a drain it did not make (report-only, broken config, dry run).",
+    "gcm_drain_braked": "1 when the mass-drain brake held back a drain (suspected cluster-wide cause).",
 }
 
 _GPU_SUBJECT = re.compile(r"^GPU\s+(\d+)\b")

@@ -8,6 +8,15 @@ Formats seen in the wild (../shared/corpus/formats/xid_lines.txt):
     NVRM: Xid (PCI:0000:3b:00): 154, GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)
     NVRM: Xid (PCI:0000:00:08): 94, ..., Contained: SM (0x1). RST: No, D-RST: No
 
+The driver also reports a GPU that fell off the bus WITHOUT an Xid line
+(issue 18); each form becomes the same XID 79 event (``origin``
+"fallen_off_bus"), so the scanner and the classifier read it alike:
+
+    NVRM: GPU 0000:29:00.0: GPU has fallen off the bus.
+    NVRM: The NVIDIA GPU 0000:18:00.0                              (three lines,
+    NVRM: (PCI ID: 10de:2901) installed in this system has          one event)
+    NVRM: fallen off the bus and is not responding to commands.
+
 A message can continue on following ``NVRM:`` lines (XID 79 is followed by
 "GPU has fallen off the bus" / "GPU at PCI:..." lines, long 48 lines are
 split by printk); ``group`` attaches them to the XID they belong to.
@@ -45,6 +54,14 @@ _RE_RECOVERY_WORDS = re.compile(
 )
 _RE_RST = re.compile(r"\bRST:\s*(?P<rst>Yes|No)\b(?:.*?\bD-RST:\s*(?P<drst>Yes|No)\b)?", re.IGNORECASE)
 _NONPRINT = re.compile(r"[^\x20-\x7e]")
+_BUS = r"(?:PCI:)?(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)"
+# "NVRM: GPU 0000:29:00.0: GPU has fallen off the bus." (no Xid line before it on some drivers)
+_RE_FALLEN_GPU = re.compile(r"NVRM: GPU (?:at )?" + _BUS + r":?\s+GPU has fallen off the bus", re.IGNORECASE)
+# First line of the three-line form; only a later "fallen off the bus" line makes it an event
+# (the same opening also starts "... installed in this system is not supported").
+_RE_GPU_HEADER = re.compile(r"NVRM: The NVIDIA GPU " + _BUS + r"(?:\s|$)")
+_RE_FALLEN_ANY = re.compile(r"NVRM:.*\bfallen off the bus", re.IGNORECASE)
+FALLEN_OFF_BUS = 79  # NVIDIA's code for the same fault
 
 
 @dataclass(frozen=True)
@@ -55,6 +72,7 @@ class ParsedXid:
     pid: Optional[int] = None
     process: Optional[str] = None
     decoded: Tuple[Tuple[str, object], ...] = ()  # for catalog.assess, hashable
+    origin: str = "xid"  # "xid": an Xid line; "fallen_off_bus": the driver's text without one
 
     @property
     def pci_bus_id(self) -> Optional[str]:
@@ -100,7 +118,11 @@ def sanitise(text: str, limit: int = MAX_LINE) -> str:
 
 
 def parse_xid(line: str) -> Optional[ParsedXid]:
-    """The XID in one kernel line, or None if the line holds no XID."""
+    """The XID in one kernel line, or None if the line holds no XID.
+
+    The one reading of a kernel line, shared by ``xid scan`` and the
+    classifier: a fallen-off-the-bus message without an Xid is XID 79.
+    """
     m = _RE_XID.search(line)
     bus: Optional[str]
     if m:
@@ -108,7 +130,7 @@ def parse_xid(line: str) -> Optional[ParsedXid]:
     else:
         m = _RE_XID_LOOSE.search(line)
         if not m:
-            return None
+            return _parse_fallen(line)
         bus = None
     xid = int(m.group("xid"))
     rest = m.group("rest").strip()
@@ -117,6 +139,22 @@ def parse_xid(line: str) -> Optional[ParsedXid]:
     pid = int(pm.group("pid")) if pm and pm.group("pid") else None
     name = nm.group("name") if nm and nm.group("name") != "<unknown>" else None
     return ParsedXid(xid, bus, rest, pid, name, tuple(sorted(decode(xid, rest).items())))
+
+
+def _parse_fallen(line: str) -> Optional[ParsedXid]:
+    m = _RE_FALLEN_GPU.search(line)
+    if m:
+        return ParsedXid(FALLEN_OFF_BUS, m.group("bus"), _message_part(line), origin="fallen_off_bus")
+    if _RE_FALLEN_ANY.search(line):
+        # The last line of the three-line form, read alone: no bus id on it.
+        return ParsedXid(FALLEN_OFF_BUS, None, _message_part(line), origin="fallen_off_bus")
+    return None
+
+
+def gpu_header(line: str) -> Optional[str]:
+    """The bus id of a "NVRM: The NVIDIA GPU <bus>" opening line, else None."""
+    m = _RE_GPU_HEADER.search(line)
+    return m.group("bus") if m else None
 
 
 def decode(xid: int, message: str) -> Dict[str, object]:
@@ -154,14 +192,26 @@ def decode(xid: int, message: str) -> Dict[str, object]:
     return out
 
 
-def _is_continuation(first: KernelLine, nxt: KernelLine) -> bool:
+def _is_continuation(first: "XidLine", nxt: KernelLine) -> bool:
     # Same message = logged within the same second by the driver, an NVRM
     # line that is not itself an XID.
     if "Xid" in nxt.text or "NVRM" not in nxt.text:
         return False
-    if first.ts is None or nxt.ts is None:
-        return first.ts is None and nxt.ts is None
-    return abs(nxt.ts - first.ts) <= 1.0
+    fl = first.line
+    if fl.ts is None or nxt.ts is None:
+        same_time = fl.ts is None and nxt.ts is None
+    else:
+        same_time = abs(nxt.ts - fl.ts) <= 1.0
+    if not same_time:
+        return False
+    own = _parse_fallen(nxt.text)
+    if own is None:
+        return True
+    # A fallen-off-the-bus line continues only an XID 79 (or the three-line
+    # opening) of the same GPU; after any other XID it is an event of its own.
+    if first.parsed.xid != FALLEN_OFF_BUS:
+        return False
+    return own.bus_raw is None or first.parsed.bus_raw is None or own.pci_bus_id == first.parsed.pci_bus_id
 
 
 def _message_part(line: str) -> str:
@@ -190,18 +240,26 @@ def group(lines: Iterable[KernelLine]) -> Iterator[XidLine]:
     Holds at most one pending occurrence: memory stays constant.
     """
     pending: Optional[XidLine] = None
+    header = False  # pending is a "The NVIDIA GPU <bus>" opening, not yet an event
     cont: List[str] = []
     for kl in lines:
-        if pending is not None and len(cont) < _MAX_CONTINUATION and _is_continuation(pending.line, kl):
+        if pending is not None and len(cont) < _MAX_CONTINUATION and _is_continuation(pending, kl):
             cont.append(_message_part(kl.text))
+            if header and _RE_FALLEN_ANY.search(kl.text):
+                header = False  # the three-line form is complete: XID 79 on the opening's bus
             continue
-        if pending is not None:
+        if pending is not None and not header:
             yield _finish(pending, cont)
-            pending, cont = None, []
+        pending, cont, header = None, [], False
         p = parse_xid(kl.text)
         if p is not None:
             pending = XidLine(kl, p)
-    if pending is not None:
+            continue
+        bus = gpu_header(kl.text)
+        if bus is not None:
+            pending = XidLine(kl, ParsedXid(FALLEN_OFF_BUS, bus, _message_part(kl.text), origin="fallen_off_bus"))
+            header = True
+    if pending is not None and not header:
         yield _finish(pending, cont)
 
 
@@ -214,5 +272,5 @@ def _finish(x: XidLine, cont: List[str]) -> XidLine:
     merged = dict(p.decoded)
     for k, v in extra.items():
         merged.setdefault(k, v)
-    p2 = ParsedXid(p.xid, p.bus_raw, p.message, p.pid, p.process, tuple(sorted(merged.items())))
+    p2 = ParsedXid(p.xid, p.bus_raw, p.message, p.pid, p.process, tuple(sorted(merged.items())), p.origin)
     return XidLine(x.line, p2, tuple(cont))

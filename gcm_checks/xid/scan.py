@@ -20,10 +20,10 @@ import os
 import time
 from dataclasses import dataclass, replace
 from datetime import tzinfo
-from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
 
 from gcm_checks.kernel_log import KernelLine, iso
-from gcm_checks.xid import catalog
+from gcm_checks.xid import catalog, sxid
 from gcm_checks.xid.parse import XidLine, group, normalise_bus_id, sanitise
 
 STATE_HISTORY = "xid_history.json"
@@ -81,6 +81,10 @@ def to_event(x: XidLine, bus_map: Mapping[str, int], tz: Optional[tzinfo] = None
     p = x.parsed
     bus = p.pci_bus_id
     a = catalog.assess(p.xid, p.decoded_dict())
+    note = a.note
+    if p.origin == "fallen_off_bus":
+        # Issue 18: some drivers print only this text, no "Xid (...): 79" line.
+        note = (note + "; " if note else "") + "the driver said the GPU fell off the bus without an Xid line: read as XID 79"
     return XidEvent(
         time=iso(x.line.ts, tz) if x.line.ts is not None else None,
         xid=p.xid,
@@ -92,8 +96,77 @@ def to_event(x: XidLine, bus_map: Mapping[str, int], tz: Optional[tzinfo] = None
         name=a.name,
         line=sanitise(x.full_text),
         ts=x.line.ts,
-        note=a.note,
+        note=note,
     )
+
+
+@dataclass(frozen=True)
+class SxidEvent:
+    """An NVSwitch SXid: its own kind of event (``kind: sxid`` in JSON)."""
+
+    time: Optional[str]
+    sxid: int
+    switch: Optional[str]  # "nvswitch0"
+    pci_bus_id: Optional[str]  # the switch's, NVML spelling
+    fatal: Optional[bool]  # the driver's verdict on the line
+    link: Optional[int]
+    severity: str
+    action: str
+    name: str
+    line: str
+    ts: Optional[float] = None
+
+    def to_dict(self) -> dict:
+        return {"kind": "sxid", "time": self.time, "sxid": self.sxid, "switch": self.switch,
+                "pci_bus_id": self.pci_bus_id, "fatal": self.fatal, "link": self.link, "severity": self.severity,
+                "action": self.action, "name": self.name, "line": self.line}
+
+    @property
+    def where(self) -> str:
+        """"nvswitch0 (00000000:05:00.0) link 30": what a drain reason names."""
+        sw = self.switch or "NVSwitch"
+        out = f"{sw} ({self.pci_bus_id})" if self.pci_bus_id else sw
+        return out + (f" link {self.link}" if self.link is not None else "")
+
+
+def to_sxid_event(kl: KernelLine, p: "sxid.ParsedSxid", tz: Optional[tzinfo] = None) -> SxidEvent:
+    a = sxid.assess(p)
+    return SxidEvent(
+        time=iso(kl.ts, tz) if kl.ts is not None else None, sxid=p.code, switch=p.switch,
+        pci_bus_id=normalise_bus_id(p.bus_raw), fatal=p.fatal, link=p.link, severity=a.severity,
+        action=a.action, name=a.name, line=sanitise(kl.text), ts=kl.ts)
+
+
+def scan_all(
+    lines: Iterable[KernelLine],
+    bus_map: Optional[Mapping[str, int]] = None,
+    *,
+    tz: Optional[tzinfo] = None,
+) -> Iterator[Union[XidEvent, SxidEvent]]:
+    """XID and SXid events in ``lines``, in one pass, in log order (an SXid
+    logged between an XID and its continuation lines comes out after it)."""
+    bm = normalise_bus_map(bus_map)
+    found: List[SxidEvent] = []
+
+    def xid_lines() -> Iterator[KernelLine]:
+        for kl in lines:
+            if "SXid" in kl.text:
+                p = sxid.parse_sxid(kl.text)
+                if p is not None:
+                    found.append(to_sxid_event(kl, p, tz))
+                continue
+            yield kl
+
+    for x in group(xid_lines()):
+        ev = to_event(x, bm, tz)
+        early = [s for s in found if s.ts is not None and ev.ts is not None and s.ts < ev.ts]
+        for s in early:
+            yield s
+        found[:] = [s for s in found if s not in early]
+        yield ev
+        yield from found
+        found.clear()
+    yield from found
 
 
 def scan(
@@ -103,9 +176,9 @@ def scan(
     tz: Optional[tzinfo] = None,
 ) -> Iterator[XidEvent]:
     """XID events in ``lines`` (already windowed by the reader), in log order."""
-    bm = normalise_bus_map(bus_map)
-    for x in group(lines):
-        yield to_event(x, bm, tz)
+    for ev in scan_all(lines, bus_map, tz=tz):
+        if isinstance(ev, XidEvent):
+            yield ev
 
 
 # --------------------------------------------------------------------------
@@ -113,9 +186,10 @@ def scan(
 
 
 def _read_json(path: str) -> dict:
+    from gcm_checks.state import load_json
+
     try:
-        with open(path, "r", encoding="utf-8") as f:
-            data = json.load(f)
+        data = load_json(path)  # bounded size and depth: deep JSON must not RecursionError
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         # Missing or corrupt state loses history, never the scan itself.

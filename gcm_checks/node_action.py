@@ -1,0 +1,119 @@
+"""Apply a node decision (gcm_checks.decide) to Slurm and to local state.
+
+The decision core says what to do; this is the one place that does it for
+the prolog, the epilog and health: report-only and a broken config change
+nothing (a ``would_drain`` log line and a local record for ``node status``),
+the mass-drain brake is asked on the failure path only, and the drain goes
+through ``slurm.apply_drain`` and its ownership rules. Nothing here runs on
+a healthy run but one ``stat``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Optional
+
+
+def _say(line: str) -> None:
+    """One line on stderr (slurmd's log); never raises."""
+    try:
+        print(line, file=sys.stderr)
+    except Exception:  # noqa: BLE001 - stderr closed or on a full disk
+        pass
+
+
+def node_context(args: Any, settings: Any, **kw: Any) -> Any:
+    """The decision's context from the command line and the settings."""
+    from gcm_checks.decide import NodeContext
+
+    # As slurm.report_only(), without importing slurm.py on the healthy path.
+    report_only = bool(settings.get("report_only")) or bool(settings.get("slurm.report_only"))
+    return NodeContext(report_only=report_only, dry_run=bool(getattr(args, "dry_run", False)),
+                       config_error=getattr(settings, "config_error", None), **kw)
+
+
+def apply_decision(args: Any, settings: Any, node: str, ctx: Any, decision: Any, log: Any) -> Optional[str]:
+    """Make the drain a decision asks for, under the ownership rules.
+
+    Returns the slurm.DrainOutcome action ("drained", "already", ...), or
+    "would drain" when the decision changes nothing (report-only, broken
+    config, dry run); None when there is nothing to drain.
+    """
+    note_would_drain(ctx, decision, log)
+    if decision.node_action != "drain":
+        return None
+    from gcm_checks import slurm
+
+    if decision.report_only:
+        log.warning("would_drain", reason=decision.reason, report_only=True, config_error=decision.config_error)
+        return "would drain"
+    if decision.mode == "prolog" or decision.mode == "epilog":
+        brake = brake_for(settings, node, decision, log)
+        if brake is not None:
+            return brake
+    backend = slurm.backend_from_settings(settings, dry_run=decision.dry_run,
+                                          out=sys.stderr if args.json else sys.stdout, log=log)
+    outcome = slurm.apply_drain(backend, node, decision.reason, state_dir=str(ctx.state_dir), log=log,
+                                check=decision.failure.check)
+    action = "would drain" if outcome.action == "would_drain" else outcome.action
+    log.warning("drain", action=action, reason=decision.reason, detail=outcome.detail)
+    return action
+
+
+def note_would_drain(ctx: Any, decision: Any, log: Any) -> None:
+    """Keep what report-only decided for ``node status``; a file write only
+    when such a decision is made or cleared, never on a plain healthy run."""
+    if decision.dry_run:
+        return
+    from gcm_checks import state
+
+    try:
+        if decision.node_action == "drain" and decision.report_only:
+            why = "config error: built-in defaults, report-only" if decision.config_error else "report-only"
+            state.record_would_drain(ctx.state_dir, ctx.node, decision.mode, decision.reason, why)
+        elif decision.failure is None and os.path.exists(state._would_path(ctx.state_dir, ctx.node)):
+            state.clear_would_drain(ctx.state_dir, ctx.node)
+    except OSError as e:
+        log.warning("would_drain_not_recorded", error=str(e))
+
+
+def brake_for(settings: Any, node: str, decision: Any, log: Any) -> Optional[str]:
+    """The mass-drain brake (gcm_checks.brake), when configured; never raises."""
+    if settings.get("slurm.brake_share") is None and settings.get("slurm.brake_count") is None:
+        return None
+    try:
+        from gcm_checks import brake
+
+        why = brake.engaged(settings, node, decision.failure.check, log=log)
+    except Exception as e:  # noqa: BLE001 - a broken brake must not stop a real drain
+        log.warning("brake_failed", error=f"{type(e).__name__}: {e}")
+        return None
+    if why is None:
+        return None
+    if _first_alert(settings, node, decision.failure.check):
+        # One alert per node and check per brake window, not one per job.
+        log.error("mass_drain_brake", check=decision.failure.check, reason=decision.reason, why=why)
+        _say(f"gcm-checks {decision.mode} {node}: NOT DRAINED - {why}; our finding: {decision.reason}")
+    else:
+        log.info("mass_drain_brake_again", check=decision.failure.check, why=why)
+    return "braked: " + why
+
+
+def _first_alert(settings: Any, node: str, check: str) -> bool:
+    import time
+
+    from gcm_checks import state
+
+    window = float(settings.get("slurm.brake_window_s") or 900.0)
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in f"{node}.{check}")
+    path = os.path.join(os.path.expanduser(str(settings.get("state_dir"))), f"brake-alert.{safe}.json")
+    rec = state.read_json(path)
+    now = time.time()
+    if rec and isinstance(rec.get("time"), (int, float)) and now - rec["time"] < window:
+        return False
+    try:
+        state.write_json_atomic(path, {"node": node, "check": check, "time": now}, fsync=False)
+    except OSError:
+        pass  # cannot remember: alert every time rather than never
+    return True
