@@ -18,10 +18,12 @@ import re
 from dataclasses import dataclass, replace
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from gcm_checks.run.formats import PARSERS, ProgressEvent, finite, loss_is_bad, parse_line, to_float
+from gcm_checks.run.formats import (PARSERS, ProgressEvent, finite, loss_is_bad, parse_gcm, parse_generic,
+                                    parse_hf_dict, parse_line, parse_megatron, parse_rich, parse_tqdm, to_float)
 
-# Re-exported: tests and tools import the parsers from here.
-__all__ = ["PARSERS", "ProgressEvent", "finite", "loss_is_bad", "parse_line", "to_float", "Series", "Snapshot",
+# Re-exported: tests and tools import the parsers from here (they lived here).
+__all__ = ["PARSERS", "ProgressEvent", "finite", "loss_is_bad", "parse_gcm", "parse_generic", "parse_hf_dict",
+           "parse_line", "parse_megatron", "parse_rich", "parse_tqdm", "to_float", "Series", "Snapshot",
            "Tracker", "ChunkScanner", "parse_all", "HISTORY_POINTS"]
 
 # ---------------------------------------------------------------- history
