@@ -35,6 +35,9 @@ COMMANDS = {
     "why": ("gcm_checks.commands.why", "why did job N fail?"),
     "refine": ("gcm_checks.commands.refine", "batched sacct refinement of job reports (<= 1 sacct call per interval)"),
     "failures": ("gcm_checks.commands.failures", "failure trends by category and node"),
+    "inventory": ("gcm_checks.commands.inventory", "what this node has (PCI bus, NVML, InfiniBand) as a config snippet"),
+    "install": ("gcm_checks.commands.install", "install the Slurm entry scripts and config beside slurm.conf"),
+    "uninstall": ("gcm_checks.commands.install", "remove what install put in place, in the safe order"),
 }
 
 

@@ -7,8 +7,11 @@ get ``SLURM_CONF``, so a ``gcm-checks.yaml`` beside slurm.conf is found):
 2. ``$GCM_CHECKS_CONFIG``
 3. ``dirname($SLURM_CONF)/gcm-checks.yaml``
 4. ``/etc/gcm-checks/config.yaml``
-5. ``/etc/slurm/gcm-checks.yaml`` (slurmd gives HealthCheckProgram no
-   ``SLURM_CONF``: this keeps health mode on the prolog's config)
+5. ``gcm-checks.yaml`` in the first of ``SLURM_CONF_DIRS`` that has one:
+   ``/etc/slurm``, ``/run/slurm/conf`` (configless), ``/var/spool/slurmd/conf-cache``,
+   ``/usr/local/etc/slurm``, ``/etc/slurm-llnl`` (slurmd gives HealthCheckProgram
+   no ``SLURM_CONF``: this keeps health mode on the prolog's config; an
+   installed health script names its config itself, see ``gcm-checks install``)
 6. built-in defaults (``configs/default.yaml`` documents every key)
 
 ``nodes:`` sections override keys for nodes matching a Slurm hostlist
@@ -293,6 +296,14 @@ class Settings:
         return v if isinstance(v, dict) else {}
 
 
+# Where slurm.conf lives across packagings, for a run without SLURM_CONF
+# (slurmd gives HealthCheckProgram none): Debian/RHEL, configless Slurm's
+# cache (/run/slurm/conf; SlurmdSpoolDir/conf-cache in 22.05's default
+# spool), a source build's /usr/local/etc, and old Debian's slurm-llnl.
+SLURM_CONF_DIRS = ("/etc/slurm", "/run/slurm/conf", "/var/spool/slurmd/conf-cache", "/usr/local/etc/slurm",
+                   "/etc/slurm-llnl")
+
+
 def find_config(explicit: Optional[str] = None, env: Optional[Dict[str, str]] = None) -> Optional[str]:
     env = os.environ if env is None else env
     if explicit:
@@ -302,7 +313,7 @@ def find_config(explicit: Optional[str] = None, env: Optional[Dict[str, str]] = 
     candidates = []
     if env.get("SLURM_CONF"):
         candidates.append(os.path.join(os.path.dirname(env["SLURM_CONF"]), "gcm-checks.yaml"))
-    candidates += ["/etc/gcm-checks/config.yaml", "/etc/slurm/gcm-checks.yaml"]
+    candidates += ["/etc/gcm-checks/config.yaml"] + [os.path.join(d, "gcm-checks.yaml") for d in SLURM_CONF_DIRS]
     for c in candidates:
         # exists, not isfile: a directory (or unreadable file) where the
         # config belongs is an error the admin must hear about, not "no config".

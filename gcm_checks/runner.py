@@ -43,6 +43,9 @@ class Context:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _sysfs_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _gpu_facts: Any = field(default=None, repr=False)
+    _pci_facts: Any = field(default=None, repr=False)
+    # Its own lock: the GPU gatherer holds _lock while NVML answers (or hangs).
+    _pci_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _sysfs_root: Optional[str] = field(default=None, repr=False)
     _tmpdirs: List[Any] = field(default_factory=list, repr=False)
     # area -> gathered facts of the last run_suite, for evidence (epilog, report)
@@ -94,18 +97,33 @@ class Context:
         with self._sysfs_lock:
             if self._sysfs_root is None:
                 if self.sim is not None:
-                    from gcm_checks.gather.ib import write_sysfs_tree
+                    from gcm_checks.sim.tree import write_tree
 
                     # tmpfs when there is one: like the real sysfs, and ~20x
                     # faster to create than a disk-backed /tmp on this path.
                     shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
                     tmp = tempfile.TemporaryDirectory(prefix="gcm-sim-sysfs-", dir=shm)
                     self._tmpdirs.append(tmp)
-                    write_sysfs_tree(Path(tmp.name), list(self.sim.get("infiniband") or []))
+                    write_tree(Path(tmp.name), self.sim, pci=False)  # pci_facts() writes the bus
                     self._sysfs_root = tmp.name
                 else:
                     self._sysfs_root = str(self.settings.get("infiniband.sysfs_root", "/") or "/")
             return self._sysfs_root
+
+    def pci_facts(self) -> Any:
+        """What is on the PCI bus (gcm_checks.gather.pci), read once per run:
+        the GPU and the InfiniBand gatherers both compare against it."""
+        with self._pci_lock:
+            if self._pci_facts is None:
+                from gcm_checks.gather.pci import read_pci
+
+                root = self.sysfs_root()
+                if self.sim is not None:
+                    from gcm_checks.sim.tree import write_pci
+
+                    write_pci(Path(root), self.sim)
+                self._pci_facts = read_pci(root)
+            return self._pci_facts
 
     def close(self) -> None:
         for t in self._tmpdirs:

@@ -122,8 +122,37 @@ def _job_path(state_dir: PathLike, job_id: str, node: str) -> Path:
     return Path(state_dir) / "jobs" / f"{safe}.json"
 
 
+# Jobs whose epilog has run, as empty marker files: a process still in such a
+# job's cgroup (unkillable, in D state) is a leftover, not the job's.
+ENDED_DIR = "ended"
+ENDED_KEEP = 2000  # markers kept; the oldest half goes when there are more
+
+
+def ended_path(state_dir: PathLike, job_id: str, node: str) -> Path:
+    p = _job_path(state_dir, job_id, node)
+    return p.parent / ENDED_DIR / p.stem
+
+
+def job_ended(state_dir: PathLike, job_id: str, node: str) -> bool:
+    return os.path.exists(ended_path(state_dir, job_id, node))
+
+
+def _mark_ended(state_dir: PathLike, job_id: str, node: str) -> None:
+    p = ended_path(state_dir, job_id, node)
+    try:
+        os.makedirs(p.parent, mode=0o755, exist_ok=True)
+        os.close(os.open(p, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644))
+        names = os.listdir(p.parent)
+        if len(names) > ENDED_KEEP:
+            old = sorted(names, key=lambda n: os.stat(os.path.join(p.parent, n)).st_mtime)[: len(names) // 2]
+            for n in old:
+                os.unlink(os.path.join(p.parent, n))
+    except OSError:
+        pass  # a lost marker only means a stuck process of this job is not called a leftover
+
+
 def record_job_start(state_dir: PathLike, job_id: str, node: str, when: Optional[float] = None,
-                     restart_count: Optional[int] = None) -> Path:
+                     restart_count: Optional[int] = None, gpus: Optional[list] = None) -> Path:
     """What the epilog needs from job start: the time (its XID window) and the
     restart count (a run ended by a requeue already sees the next count in its
     epilog environment, so the report key must come from here)."""
@@ -131,6 +160,15 @@ def record_job_start(state_dir: PathLike, job_id: str, node: str, when: Optional
     data: Dict[str, Any] = {"job_id": job_id, "node": node, "start": time.time() if when is None else when}
     if restart_count is not None:
         data["restart_count"] = int(restart_count)
+    try:
+        os.unlink(ended_path(state_dir, job_id, node))  # a requeued job runs again
+    except OSError:
+        pass
+    if gpus is not None:
+        # The job's GPU indices: health and later prologs treat processes on
+        # them as this job's, not leftovers, until the epilog forgets the job
+        # (gcm_checks.gather.jobs; the rule for nodes without job cgroups).
+        data["gpus"] = sorted(int(g) for g in gpus)
     # No fsync: if a crash loses it, the epilog falls back to slurmctld's StartTime.
     write_json_atomic(p, data, fsync=False)
     return p
@@ -151,6 +189,7 @@ def forget_job(state_dir: PathLike, job_id: str, node: str) -> None:
         _job_path(state_dir, job_id, node).unlink()
     except OSError:
         pass
+    _mark_ended(state_dir, job_id, node)
 
 
 def _euid() -> int:

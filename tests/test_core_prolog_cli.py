@@ -23,6 +23,11 @@ EXPECTED = {
     "ib-port-down": ("fail", "ib.port.", "mlx5_3 port 1"),  # state or phys_state
     "pcie-degraded": ("fail", "gpu.pcie.width", "GPU 1"),
     "nvml-mismatch": ("fail", "gpu.nvml", ""),
+    # gpu.count: 8 is configured here, so the count speaks (NVML lists 7)
+    "gpu-missing": ("fail", "gpu.count", ""),
+    "hca-missing": ("fail", "ib.hca.present", "mlx5_7"),
+    "busy-node": ("pass", None, None),  # its GPU processes belong to running job 4242
+    "leftover-processes": ("warn", None, None),  # gpu.leftover_processes: warn by default
     # epilog / qualification scenarios: the prolog sees nothing wrong
     "xid-during-job": ("pass", None, None),
     "fallen-off-bus-no-xid": ("pass", None, None),
@@ -68,7 +73,7 @@ def test_prolog_verdict_per_scenario(cfg, scenario):
     assert set(doc) >= {"verdict", "drain_reason", "node", "results"}
     for r in doc["results"]:
         assert set(r) >= {"check", "status", "subject", "message", "duration_s"}
-    if verdict == "pass":
+    if verdict in ("pass", "warn"):
         assert p.returncode == 0 and doc["drain_reason"] is None
         assert "would run" not in p.stderr  # healthy: no Slurm action at all
         return

@@ -288,19 +288,22 @@ def run_outcome(record: JobRecord, report: Optional[Mapping[str, Any]], cls: Map
 
     elapsed = fmt_duration(record.elapsed_s) if record.elapsed_s is not None else ""
     final = record.state_raw or record.state
+    # slurmdbd can record a failed step before it updates the job's
+    # DerivedExitCode: a failed step is the derived failure either way.
+    derived = record.derived_exit_code or next((s.exit_code or 1 for s in record.failed_steps), None)
     if report is not None and report.get("job"):
         doc = dict(report, classification=dict(cls), job=dict(report.get("job") or {}, state=final or
                                                                 (report.get("job") or {}).get("state", "")))
         ctx = dict(report.get("context") or {})
         if record.requeued:
             ctx["requeued"] = True
-        if record.derived_exit_code:
-            ctx["derived_exit_code"] = record.derived_exit_code
+        if derived:
+            ctx["derived_exit_code"] = derived
         doc["context"] = ctx
         doc.pop("accounting", None)  # this record is the accounting that counts here
         return outcome_dict(doc, elapsed=elapsed)
     o = decide(state=final, exit_code=record.exit_code, signal=record.signal, classification=cls,
-               derived_exit_code=record.derived_exit_code, requeued=record.requeued, elapsed=elapsed)
+               derived_exit_code=derived, requeued=record.requeued, elapsed=elapsed)
     return dict(o.to_dict(), failed=o.mailed)
 
 

@@ -18,6 +18,7 @@ ALL = frozenset({"prolog", "epilog", "health", "qualify"})
 MODULES = {
     "gcm_checks.checks.gpu": ALL,
     "gcm_checks.checks.ib": ALL,
+    "gcm_checks.checks.ib_rails": frozenset({"prolog", "health", "qualify"}),
     "gcm_checks.checks.ib_host": frozenset({"health", "qualify"}),  # IPoIB, HCA firmware (issue 18)
     "gcm_checks.checks.dcgm": frozenset({"epilog", "qualify"}),
     "gcm_checks.checks.xid": frozenset({"epilog", "health"}),

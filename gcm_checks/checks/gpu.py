@@ -18,11 +18,43 @@ PROLOG = ("prolog", "epilog", "health", "qualify")
 
 @gatherer("gpu")
 def gather_gpu(ctx: Any) -> GpuFacts:
-    return ctx.gpu_facts()
+    from dataclasses import replace
+
+    facts = ctx.gpu_facts()
+    extra: dict = {}
+    # Neither extra may cost the NVML facts: a failure leaves it None, which
+    # the checks read as "cannot tell" (no bus comparison; no job owners).
+    pci_facts = getattr(ctx, "pci_facts", None)
+    if pci_facts is not None:
+        try:
+            extra["pci"] = pci_facts()
+        except Exception:  # noqa: BLE001 - our bug or an odd sysfs: not a GPU fault
+            pass
+    pids = [int(p["pid"]) for g in facts.gpus for p in g.processes]
+    if pids:
+        from gcm_checks.gather import jobs
+
+        try:
+            root = ctx.sysfs_root() if callable(getattr(ctx, "sysfs_root", None)) else "/"
+            state_dir = getattr(ctx, "state_dir", None)
+            extra["jobs"] = jobs.gather(str(root), pids, str(state_dir) if state_dir else None, getattr(ctx, "node", ""))
+        except Exception:  # noqa: BLE001
+            pass
+    return replace(facts, **extra) if extra else facts
 
 
 def _expected(settings: Any) -> Optional[int]:
     return settings.get("gpu.count")
+
+
+def _pci_gpus(facts: GpuFacts) -> Optional[int]:
+    """NVIDIA GPUs on the PCI bus, or None when the bus could not be read."""
+    pci = facts.pci
+    return pci.gpu_count if pci is not None and pci.readable else None
+
+
+def _on_bus(n: int) -> str:
+    return f"{n} NVIDIA GPU{'s' if n != 1 else ''} on the PCI bus"
 
 
 def _usable(facts: GpuFacts) -> bool:
@@ -63,7 +95,10 @@ def _per_gpu(
 def check_nvml(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """NVML starts: driver loaded, library and driver versions agree, permissions."""
     expected = _expected(settings)
-    gpu_node = bool(expected)
+    on_bus = _pci_gpus(facts)
+    # An explicit gpu.count wins; with none, GPUs on the PCI bus make this a
+    # GPU node (zero-config rule, docs/slurm.md).
+    gpu_node = bool(expected) if expected is not None else bool(on_bus)
     if facts.import_error:
         return [unknown("gpu.nvml", f"pynvml (nvidia-ml-py) not importable: {facts.import_error}; reinstall gcm-checks")]
     if facts.init_hang:
@@ -76,9 +111,20 @@ def check_nvml(facts: GpuFacts, settings: Any) -> List[CheckResult]:
         msg = f"NVML cannot start: {error_name(facts.init_error)}: {error_cause(facts.init_error)}"
         if expected == 0:
             return [passed("gpu.nvml", "no GPUs expected on this node", nvml_error=error_name(facts.init_error))]
-        # On a node that should have GPUs no job can use them: fail. Where the
-        # count is not configured we cannot tell if this is a GPU node.
-        return [failed("gpu.nvml", msg) if gpu_node else unknown("gpu.nvml", msg + " (set gpu.count to judge)")]
+        # On a node that should have GPUs no job can use them: fail. That
+        # includes NVML_ERROR_LIB_RM_VERSION_MISMATCH: the node is unusable
+        # until it reboots onto the new driver.
+        if gpu_node:
+            if expected is None:
+                module = "" if facts.pci.nvidia_module else "; the nvidia kernel module is not loaded"
+                msg += f" ({_on_bus(on_bus or 0)}{module})"
+            return [failed("gpu.nvml", msg)]
+        if on_bus == 0:
+            return [passed("gpu.nvml", f"no NVIDIA GPUs on the PCI bus ({error_name(facts.init_error)})",
+                           nvml_error=error_name(facts.init_error))]
+        # The bus could not be read and no count is configured: we cannot
+        # tell a GPU node from a CPU node.
+        return [unknown("gpu.nvml", msg + " (set gpu.count to judge)")]
     return [passed("gpu.nvml", f"NVML ok, driver {facts.driver_version}", driver=facts.driver_version)]
 
 
@@ -86,8 +132,10 @@ def check_nvml(facts: GpuFacts, settings: Any) -> List[CheckResult]:
 def check_count(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """The node has the GPUs it should have."""
     expected = _expected(settings)
-    if expected is None or not _usable(facts):
+    if not _usable(facts):
         return []
+    if expected is None:
+        return _count_against_bus(facts)
     found = facts.count or 0
     if found < expected:
         return [failed("gpu.count", f"expected {expected} GPUs, NVML sees {found}: a GPU is missing from the bus; check dmesg and reseat/RMA",
@@ -95,6 +143,30 @@ def check_count(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     if found > expected:
         return [warned("gpu.count", f"expected {expected} GPUs, NVML sees {found}: update gpu.count", expected=expected, found=found)]
     return [passed("gpu.count", f"{found} GPUs as expected", expected=expected, found=found)]
+
+
+def _count_against_bus(facts: GpuFacts) -> List[CheckResult]:
+    """Zero-config count: every NVIDIA GPU on the PCI bus must be one NVML
+    lists. A GPU NVML lists but the bus view lacks is not judged (a partial
+    sysfs, e.g. in a container, must not drain)."""
+    from gcm_checks.gather.nvml import normalize_bus_id
+
+    on_bus = _pci_gpus(facts)
+    if on_bus is None:
+        return []
+    found = facts.count or 0
+    listed = {g.pci_bus_id for g in facts.gpus if g.pci_bus_id}
+    unlisted = [d.address for d in facts.pci.gpus if normalize_bus_id(d.address) not in listed]
+    # Without bus ids from NVML (a field failed) only the numbers can be compared.
+    if len(listed) < found:
+        unlisted = unlisted if found < on_bus else []
+    if unlisted or found < on_bus:
+        where = ", ".join(unlisted) if unlisted else "?"
+        return [failed("gpu.count", f"{_on_bus(on_bus)}, NVML lists {found}: not listed by NVML: {where}; "
+                       "check dmesg for the GPU (RmInitAdapter, XID 79), reseat or RMA",
+                       expected=on_bus, found=found, unlisted=unlisted, source="pci")]
+    seen = f"{found} GPUs, as on the PCI bus" if found == on_bus else f"NVML lists {found} GPUs, {_on_bus(on_bus)} (partial sysfs view)"
+    return [passed("gpu.count", f"{seen} (gpu.count not set)", expected=on_bus, found=found, source="pci")]
 
 
 @register("gpu.responsive", tags=PROLOG, needs="gpu")
@@ -236,14 +308,32 @@ def check_persistence(facts: GpuFacts, settings: Any) -> List[CheckResult]:
 def check_processes(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """No compute processes left over from a previous job."""
     status = Status(settings.get("gpu.leftover_processes"))
+    view = facts.jobs  # gcm_checks.gather.jobs.JobView, set when any GPU has processes
+    owned: List[dict] = []
 
     def judge(g: GpuSnapshot) -> Optional[CheckResult]:
-        if g.processes:
-            pids = ", ".join(str(p["pid"]) for p in g.processes)
-            mib = sum(p.get("used_memory_mib", 0) for p in g.processes)
+        if view is not None and not view.in_scope(g.index):
+            return None  # a shared node: another job's GPU is not this prolog's to judge
+        leftovers = []
+        for p in g.processes:
+            job = view.owner(int(p["pid"]), g.index) if view is not None else None
+            if job is None:
+                leftovers.append(p)
+            else:
+                owned.append(dict(p, gpu=g.index, job=job))
+        if leftovers:
+            ended = view.owners if view is not None else {}
+            pids = ", ".join(f"{p['pid']} of ended job {ended[int(p['pid'])]}" if int(p["pid"]) in ended else str(p["pid"])
+                             for p in leftovers)
+            mib = sum(p.get("used_memory_mib", 0) for p in leftovers)
             return CheckResult("gpu.processes", status,
-                               f"{len(g.processes)} leftover compute process(es) (pid {pids}, {mib} MiB): kill them or reboot",
-                               g.subject, details={"processes": list(g.processes)})
+                               f"{len(leftovers)} leftover compute process(es) (pid {pids}, {mib} MiB) in no running job: kill them or reboot",
+                               g.subject, details={"processes": list(leftovers)})
         return None
 
-    return _per_gpu("gpu.processes", facts, judge, "no leftover GPU processes", ("processes",))
+    out = _per_gpu("gpu.processes", facts, judge, "no leftover GPU processes", ("processes",))
+    if owned and len(out) == 1 and out[0].status is Status.PASS:
+        jobs = sorted({p["job"] for p in owned})
+        out = [passed("gpu.processes", f"no leftover GPU processes ({len(owned)} belong to running job(s) {', '.join(jobs)})",
+                      "", owned=owned)]
+    return out

@@ -40,6 +40,7 @@ class IbFacts:
     baseline: Optional[Mapping[str, Mapping[str, int]]] = None  # port key -> counters
     baseline_age_s: Optional[float] = None
     baseline_note: str = ""  # why there is no usable baseline, if any
+    rails: Any = None  # RailFacts: what the zero-config rail rules compare against
 
     def to_dict(self) -> dict:
         return {"snapshot": self.snapshot.to_dict(), "baseline_age_s": self.baseline_age_s, "baseline_note": self.baseline_note}
@@ -103,7 +104,7 @@ def gather_ib(ctx: Any) -> IbFacts:
     snap = ib.read_sysfs(_sysfs_root(ctx))
     state_dir = getattr(ctx, "state_dir", None)
     if state_dir is None:
-        return IbFacts(snap, None, None, "no state_dir: counter growth not tracked")
+        return IbFacts(snap, None, None, "no state_dir: counter growth not tracked", rails=_rails(ctx, snap))
     path = Path(state_dir) / BASELINE_FILE
     baseline, age, note = load_baseline(path)
     if snap.ports and not getattr(ctx, "dry_run", False):
@@ -111,7 +112,18 @@ def gather_ib(ctx: Any) -> IbFacts:
             save_baseline(path, snap)
         except OSError as e:
             note = (note + "; " if note else "") + f"could not save counters to {path}: {e.strerror or e}"
-    return IbFacts(snap, baseline, age, note)
+    return IbFacts(snap, baseline, age, note, rails=_rails(ctx, snap))
+
+
+def _rails(ctx: Any, snap: Any) -> Any:
+    # Zero-config rail facts (models, PCI view, ports seen ACTIVE since boot):
+    # gcm_checks.checks.ib_rails, which judges them.
+    from gcm_checks.checks.ib_rails import gather_rails
+
+    try:
+        return gather_rails(ctx, snap)
+    except Exception:  # noqa: BLE001 - never at the cost of the port facts; the rail rules then see no PCI view
+        return None
 
 
 # --------------------------------------------------------------------------

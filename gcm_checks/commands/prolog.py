@@ -158,12 +158,14 @@ def _run(args, settings, node, job_id, log, t0) -> int:
     ctx.started = t0  # the budget counts from process start, not from here
     if job_id:
         try:
+            from gcm_checks.gather.jobs import starting_job
             from gcm_checks.state import record_job_start
 
             # Slurm 22.05 gives the epilog no start time: its XID window starts here.
             restarts = os.environ.get("SLURM_JOB_RESTART_COUNT", "")
             record_job_start(Path(ctx.state_dir), job_id, node,
-                             restart_count=int(restarts) if restarts.isdigit() else None)
+                             restart_count=int(restarts) if restarts.isdigit() else None,
+                             gpus=starting_job(os.environ)[1])
         except OSError as e:
             log.warning("job_start_not_recorded", error=str(e))
     results, v, _ = run_checks(args, "prolog", ctx, log)

@@ -284,3 +284,32 @@ def write_sysfs_tree(root: Path, ports: Iterable[Mapping[str, Any]]) -> None:
         counters.update(spec.get("counters") or {})
         for name, value in counters.items():
             (pdir / "counters" / name).write_text(f"{int(value)}\n")
+
+
+# --------------------------------------------------------------------------
+# Zero-config: which HCAs are the same model (siblings on identical rails)
+
+
+def read_models(root: "str | Path", devices: Iterable[str]) -> Dict[str, str]:
+    """device -> model, from ``hca_type`` (``MT4129``) and ``board_id``
+    (``MT_0000000838``); "" when neither is readable. Two HCAs with the same
+    model are siblings whose same-numbered ports should look alike."""
+    cdir = class_dir(root)
+    out: Dict[str, str] = {}
+    for dev in devices:
+        parts = []
+        for attr in ("hca_type", "board_id"):
+            try:
+                parts.append(_read(cdir / dev / attr)[:64])
+            except OSError:
+                parts.append("")
+        out[dev] = "/".join(parts).strip("/")
+    return out
+
+
+def read_boot_id(root: "str | Path" = "/") -> str:
+    """The kernel's boot id: "since boot" memories start over when it changes."""
+    try:
+        return _read(Path(root) / "proc" / "sys" / "kernel" / "random" / "boot_id")[:64]
+    except OSError:
+        return ""

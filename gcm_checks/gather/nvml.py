@@ -123,6 +123,11 @@ class GpuFacts:
     gpus: Tuple[GpuSnapshot, ...] = ()
     duration_s: float = 0.0
     deadline_s: float = 0.0  # the per-GPU deadline actually applied
+    # Added by the "gpu" gatherer (checks/gpu.py), not by NVML: what the PCI
+    # bus shows (gcm_checks.gather.pci.PciFacts) for the zero-config rules,
+    # and which running jobs own GPU processes (gcm_checks.gather.jobs.JobView).
+    pci: Any = None
+    jobs: Any = None
     # False when the run's budget (not the hardware deadline) cut a call
     # short, or the process was starved past its deadline (CPU contention):
     # a timeout then says nothing about the GPU and is judged unknown.

@@ -18,11 +18,12 @@ BUILTIN_DIR = Path(__file__).resolve().parent.parent / "data" / "sim"
 _DEFAULT_BUS_IDS = ["18", "2A", "3A", "5D", "9A", "AB", "BA", "DB"]
 
 TOP_KEYS = {"description", "extends", "gpus", "infiniband", "kernel_log", "dcgm_diag", "nvml_init_error",
-            "nvml_init_hang", "driver_version", "perf", "boot_time"}
+            "nvml_init_hang", "driver_version", "perf", "boot_time", "pci"}
 GPU_KEYS = {"index", "pci_bus_id", "name", "uuid", "lost", "hang", "ecc_uncorrected_volatile", "ecc_other",
             "retired_pages_pending", "remapped_rows", "temperature_c", "pcie", "throttle_reasons",
             "persistence_mode", "processes", "unsupported", "nvml_errors", "perf",
             "sm_clock_mhz", "power_w"}  # sampled by gcm-run on a straggling node
+PCI_KEYS = {"nvidia_module", "gpus", "hcas", "other"}
 
 
 class ScenarioError(ValueError):
@@ -117,5 +118,8 @@ def load(name_or_path: str) -> Dict[str, Any]:
     data = _read_raw(name_or_path)
     data["gpus"] = _expand_gpus(data.get("gpus"))
     data["infiniband"] = _expand_ib(data.get("infiniband"))
+    from gcm_checks.sim.tree import expand_pci
+
+    data["pci"] = expand_pci(data.get("pci"), data["gpus"], data["infiniband"])
     data["name"] = Path(name_or_path).stem
     return data

@@ -60,7 +60,34 @@ def main() -> int:
     print(f"prolog gpu-hang         median {ms(hang):7.1f} ms  max {max(hang)*1000:.1f}  (n={len(hang)})  target <= {args.budget*1000 + 500:.0f} (budget {args.budget:g} s + 0.5 s)")
     print(f"prolog gpu-hang, NVML deadline 60 s > budget  median {ms(hang_budget):7.1f} ms  max {max(hang_budget)*1000:.1f}  target <= {args.budget*1000 + 500:.0f}")
     print(f"ratio healthy/bare      {statistics.median(healthy) / statistics.median(bare):.1f}x")
+    pci_read()
     return 0
+
+
+def pci_read(functions: int = 300, runs: int = 51) -> None:
+    """The zero-config PCI read (gcm_checks.gather.pci) on a real-layout tree
+    the size of a big GPU node (8 GPUs, 8 HCAs, the rest bridges and
+    chipset functions), in process: its share of every prolog."""
+    from gcm_checks.gather import pci
+
+    tmp = Path(tempfile.mkdtemp(prefix="gcm-bench-pci-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None))
+    devs = [{"address": f"0000:{i:02x}:00.0", "vendor": 0x10DE, "device": 0x2330, "class": 0x030200, "driver": "nvidia"} for i in range(8)]
+    devs += [{"address": f"0000:{0x40 + i:02x}:00.0", "vendor": 0x15B3, "device": 0x1021, "class": 0x020700,
+              "driver": "mlx5_core", "ib_devices": [f"mlx5_{i}"]} for i in range(8)]
+    devs += [{"address": f"0001:{i // 8:02x}:{i % 8:02x}.0", "vendor": 0x8086, "device": 0x1234, "class": 0x060400}
+             for i in range(functions - len(devs))]
+    pci.write_pci_tree(tmp, devs)
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        facts = pci.read_pci(tmp)
+        times.append(time.perf_counter() - t0)
+    assert len(facts.gpus) == 8 and len(facts.hcas) == 8
+    t0 = time.perf_counter()
+    pci.read_pci("/")
+    here = time.perf_counter() - t0
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(f"PCI read, {functions} functions  median {statistics.median(times) * 1000:7.2f} ms  (n={runs}); this machine's /sys: {here * 1000:.2f} ms")
 
 
 if __name__ == "__main__":
