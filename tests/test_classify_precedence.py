@@ -153,7 +153,9 @@ def test_exit_data_alone() -> None:
     assert classify(ClassifyInput(exit_code=0, signal=0)).category == "success"
     assert classify(ClassifyInput(exit_code=0, signal=11)).category == "segfault_signal"
     assert classify(ClassifyInput(exit_code=139)).category == "segfault_signal"
-    assert classify(ClassifyInput(exit_code=0, signal=9)).category == "unknown"
+    # issue 14: SIGKILL with nothing else is host OOM, at moderate confidence
+    r = classify(ClassifyInput(exit_code=0, signal=9))
+    assert r.category == "host_oom" and r.confidence < 0.8
     assert classify(ClassifyInput(exit_code=2, signal=0)).category == "unknown"
     assert classify(ClassifyInput(exit_code=127)).category == "import_env"
     assert classify(ClassifyInput(state="OUT_OF_MEMORY", exit_code=0, signal=9)).category == "host_oom"

@@ -135,7 +135,7 @@ CASES = [
      "[rank0]: TypeError: forward() got an unexpected keyword argument 'labels'"),
     ("c.assertion", "software_exception",
      "solver: mesh.cpp:211: void Mesh::refine(int): Assertion `level < max_level' failed."),
-    ("vague.failed", "unknown",
+    ("shell.sigkill", "host_oom",  # issue 14: SIGKILL alone -> host OOM, moderate
      "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 1 (pid: 5151) of binary: /usr/bin/python3"),
     ("train.finished", "success",
      PROGRESS + "\n`Trainer.fit` stopped: `max_epochs=10` reached."),
@@ -160,9 +160,9 @@ CASES = [
      "cv2.error: OpenCV(4.8.0) /io/opencv/modules/imgproc/src/color.cpp:182: error: (-215:Assertion failed) !_src.empty() in function 'cvtColor'"),
     ("slurm.cancelled", "cancelled_user",
      "slurmstepd: *** JOB 4113 CANCELLED AT 2014-03-15T22:22:06 ***"),
-    ("vague.failed", "unknown",
+    ("shell.sigkill", "host_oom",  # issue 14: SIGKILL alone -> host OOM, moderate
      "  exitcode  : -9 (pid: 1234)\n  error_file: <N/A>\n  traceback : Signal 9 (SIGKILL) received by PID 1234"),
-    ("vague.failed", "unknown",
+    ("shell.sigkill", "host_oom",  # issue 14: SIGKILL alone -> host OOM, moderate
      "/var/spool/slurmd/job42/slurm_script: line 14: 31337 Killed                  python train.py"),
     ("gpu.row_remap", "gpu_hardware",
      "Row remapping failure occurred on GPU 00000000:3B:00.0, reset the GPU or reboot the node"),
@@ -258,7 +258,7 @@ HARMLESS = [
 @pytest.mark.parametrize("line", HARMLESS)
 def test_harmless_line_matches_nothing(line: str) -> None:
     r = classify(ClassifyInput(logs=[LogText("stdout", PROGRESS + "\n" + line)]))
-    assert r.rule == "fallback.no_error_seen", (r.rule, r.evidence)
+    assert r.rule == "fallback.no_evidence", (r.rule, r.evidence)
 
 
 @pytest.mark.parametrize("line", [
@@ -267,4 +267,4 @@ def test_harmless_line_matches_nothing(line: str) -> None:
 ])
 def test_bare_xid_mentions_outside_the_catalog_or_unclear_are_ignored(line: str) -> None:
     r = classify(ClassifyInput(logs=[LogText("stdout", line)]))
-    assert r.category == "success" and r.rule == "fallback.no_error_seen"
+    assert r.category == "unknown" and r.rule == "fallback.no_evidence"

@@ -9,7 +9,7 @@ costs score instead of being invisible.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from gcm_checks.classify.exitdata import parse_exit_arg
 from gcm_checks.classify.taxonomy import CATEGORY_IDS
@@ -64,6 +64,16 @@ class Report:
     baseline_macro_f1: float
     baseline_accuracy: float
     misses: List[Tuple[str, str, str, str]] = field(default_factory=list)  # id, gold, predicted, rule
+    baseline_per_class: Dict[str, float] = field(default_factory=dict)  # label -> baseline F1
+    # Calibration: of the predictions made at confidence >= CONFIDENT, how many were right.
+    confident_n: int = 0
+    confident_right: int = 0
+    # Calibration table: (low, high, n, right) per confidence band.
+    bands: List[Tuple[float, float, int, int]] = field(default_factory=list)
+
+    @property
+    def confident_precision(self) -> float:
+        return self.confident_right / self.confident_n if self.confident_n else 0.0
 
     def to_dict(self) -> dict:
         return {
@@ -78,6 +88,12 @@ class Report:
                 for c in self.per_class
             ],
             "confusion": self.confusion,
+            "baseline_per_class": {k: round(v, 4) for k, v in self.baseline_per_class.items()},
+            "calibration": {
+                "threshold": CONFIDENT, "n": self.confident_n, "right": self.confident_right,
+                "precision": round(self.confident_precision, 4),
+                "bands": [{"low": lo, "high": hi, "n": n, "right": r} for lo, hi, n, r in self.bands],
+            },
             "misses": [{"id": i, "label": g, "predicted": p, "rule": r} for i, g, p, r in self.misses],
         }
 
@@ -114,24 +130,39 @@ def _ordered(labels: Iterable[str]) -> List[str]:
     return sorted(labels, key=lambda c: (order.get(c, len(order)), c))
 
 
-def build_report(rows: Sequence[Tuple[str, str, str, str, str]]) -> Report:
-    """rows: (id, gold, predicted, rule, baseline prediction)."""
+CONFIDENT = 0.8
+_BANDS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.8), (0.8, 0.9), (0.9, 1.01))
+
+
+def build_report(rows: Sequence[Tuple[Any, ...]]) -> Report:
+    """rows: (id, gold, predicted, rule, baseline prediction[, confidence])."""
     gold = [r[1] for r in rows]
     pred = [r[2] for r in rows]
     base = [r[4] for r in rows]
     per, macro, acc = scores(gold, pred)
-    _bper, bmacro, bacc = scores(gold, base)
+    bper, bmacro, bacc = scores(gold, base)
     misses = [(r[0], r[1], r[2], r[3]) for r in rows if r[1] != r[2]]
-    return Report(len(rows), acc, macro, per, _ordered(set(gold) | set(pred)), confusion(gold, pred),
-                  bmacro, bacc, misses)
+    rep = Report(len(rows), acc, macro, per, _ordered(set(gold) | set(pred)), confusion(gold, pred),
+                 bmacro, bacc, misses, {c.label: c.f1 for c in bper})
+    scored = [(float(r[5]), r[1] == r[2]) for r in rows if len(r) > 5 and r[5] is not None]
+    confident = [ok for c, ok in scored if c >= CONFIDENT]
+    rep.confident_n, rep.confident_right = len(confident), sum(confident)
+    rep.bands = [(lo, hi, sum(1 for c, _ in scored if lo <= c < hi), sum(1 for c, ok in scored if lo <= c < hi and ok))
+                 for lo, hi in _BANDS] if scored else []
+    return rep
 
 
 def render(report: Report) -> str:
     lines = [f"records: {report.n}   accuracy: {report.accuracy:.3f}   macro-F1: {report.macro_f1:.3f}",
-             f"exit-code-only baseline: accuracy {report.baseline_accuracy:.3f}   macro-F1 {report.baseline_macro_f1:.3f}",
-             "", f"{'class':<20} {'prec':>6} {'recall':>6} {'F1':>6} {'n':>4}"]
+             f"exit-code-only baseline: accuracy {report.baseline_accuracy:.3f}   macro-F1 {report.baseline_macro_f1:.3f}"]
+    if report.bands:
+        lines.append(f"calibration: {report.confident_right}/{report.confident_n} right at confidence >= {CONFIDENT}"
+                     f" ({report.confident_precision:.3f}); bands: "
+                     + ", ".join(f"[{lo:.1f},{min(hi, 1.0):.1f}) {r}/{n}" for lo, hi, n, r in report.bands))
+    lines += ["", f"{'class':<20} {'prec':>6} {'recall':>6} {'F1':>6} {'n':>4} {'base F1':>7}"]
     for c in report.per_class:
-        lines.append(f"{c.label:<20} {c.precision:6.3f} {c.recall:6.3f} {c.f1:6.3f} {c.support:4d}")
+        lines.append(f"{c.label:<20} {c.precision:6.3f} {c.recall:6.3f} {c.f1:6.3f} {c.support:4d}"
+                     f" {report.baseline_per_class.get(c.label, 0.0):7.3f}")
     labels = report.labels
     abbrev = [l[:6] for l in labels]
     lines += ["", "confusion (rows: label, columns: predicted)",

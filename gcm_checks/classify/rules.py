@@ -202,7 +202,8 @@ RULES: Tuple[Rule, ...] = (
           "resource_exhausted", "resourceexhaustederror"),
          r"CUDA out of memory|torch(?:\.cuda)?\.OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation"
          r"|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|HIP out of memory|OOM when allocating tensor"
-         r"|RESOURCE_EXHAUSTED: Out of memory|Cuda failure 'out of memory'|out of memory on device|ResourceExhaustedError",
+         r"|RESOURCE_EXHAUSTED: Out of memory|Cuda failure 'out of memory'|out of memory on device"
+         r"|ResourceExhaustedError(?![^\n]{0,200}(?:[Dd]isk quota|[Nn]o space left|[Qq]uota exceeded))",
          "the job ran out of GPU memory"),
     # ---- NCCL / torch.distributed ----------------------------------------------------
     Rule("nccl.watchdog_timeout", "nccl_comm", R_NCCL, 0.85,
@@ -212,10 +213,13 @@ RULES: Tuple[Rule, ...] = (
          r"|Heartbeat monitor timed out|store based barrier",
          "a NCCL collective hung until the watchdog timed it out", symptom=True),
     Rule("nccl.error", "nccl_comm", R_NCCL, 0.85,
-         ("nccl", "distbackenderror", "distnetworkerror"),
-         r"NCCL [Ee]rror\b|NCCL operation \w+\(\) failed|\bNCCL\b.{0,400}\b(?:Socket Timeout|Connection reset by peer|Connection refused)|\bnccl(?:Internal|System|UnhandledCuda|Remote)Error\b|DistBackendError|DistNetworkError"
+         # Not the bare word "nccl": NCCL_DEBUG=INFO logs are thousands of "NCCL INFO" lines.
+         ("nccl error", "nccl operation", "socket timeout", "connection reset by peer", "connection refused",
+          "ncclinternal", "ncclsystem", "ncclunhandled", "ncclremote", "some nccl operations",
+          "nccl communicator", "distbackenderror", "distnetworkerror", "ncclinvalid", "duplicate gpu detected"),
+         r"NCCL [Ee]rror\b|NCCL operation \w+\(\) failed|\bNCCL\b.{0,400}\b(?:Socket Timeout|Connection reset by peer|Connection refused)|\bnccl(?:Internal|System|UnhandledCuda|Remote)Error\b|\bnccl(?:InvalidUsage|InvalidArgument)\b|Duplicate GPU detected|DistBackendError|DistNetworkError"
          r"|Some NCCL operations have failed or timed out|NCCL communicator was aborted",
-         "NCCL (GPU-to-GPU communication) failed"),
+         "NCCL (GPU-to-GPU communication) failed", symptom=True),
     Rule("nccl.socket", "nccl_comm", R_NCCL - 1, 0.8,
          ("nccl warn", "gloo"),
          r"NCCL WARN\b.{0,400}(?:Connection (?:reset|refused|closed)|Connect to .{0,400} failed|socket\w*: .{0,400}failed"
@@ -245,16 +249,20 @@ RULES: Tuple[Rule, ...] = (
          "a CUDA kernel accessed memory it should not"),
     Rule("cuda.error", "cuda_runtime", R_CUDA - 1, 0.75,
          ("cuda error", "cuda driver error", "cudaerror", "cublas_status", "cudnn_status", "cuda_error_", "cuda kernel errors"),
-         r"CUDA (?:driver )?error(?::| \d)|\bcudaError\w+|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|CUDA_ERROR_\w+"
-         r"|CUDA kernel errors might be asynchronously reported|c10::CUDAError",
-         "CUDA returned an error",
-         exclude=r"CUDA_ERROR_OUT_OF_MEMORY|STATUS_SUCCESS|cudaSuccess"),
+         # The success and OOM codes are excluded inside the pattern, so that
+         # "Check failed: status == CUBLAS_STATUS_SUCCESS (13 vs. 0) CUBLAS_STATUS_EXECUTION_FAILED"
+         # still finds the failure after the success code.
+         r"CUDA (?:driver )?error(?::| \d)|\bcudaError\w+|CUBLAS_STATUS_(?!SUCCESS\b)\w+|CUDNN_STATUS_(?!SUCCESS\b)\w+"
+         r"|CUDA_ERROR_(?!OUT_OF_MEMORY\b)\w+|CUDA kernel errors might be asynchronously reported|c10::CUDAError",
+         "CUDA returned an error"),
     # ---- numeric divergence ----------------------------------------------------------
     Rule("train.loss_nan", "numeric_divergence", R_NUMERIC, 0.85,
-         ("nan", "inf", "non-finite", "floatingpointerror", "scale anymore", "loss scale reached", "invalid loss"),
+         # "inf" only where the pattern can match it: bare "inf" is in every "INFO" line.
+         ("nan", "inf ", "inf\n", "inf,", "inf)", "inf'", "inf\"", "inf}", "inf|", "inf;", "inf]", "infinite",
+          "non-finite", "floatingpointerror", "scale anymore", "loss scale reached", "invalid loss"),
          r"(?:loss|Loss|LOSS|norm|Norm)['\"]?\s*[:=]?\s*(?:tensor\()?[+-]?(?:nan|NaN|NAN|inf|Inf|INF)\b"
          r"|(?:[Ll]oss|norm) (?:is|became|became infinite or) (?:nan|NaN|NAN|inf|Inf)\b|FloatingPointError"
-         r"|(?:NaN|nan|Inf|inf) (?:detected|encountered) in (?:loss|grad)|(?i:found (?:nan|inf) in (?:loss|grad))"
+         r"|(?:NaN|nan|Inf|inf) (?:detected|encountered) in (?:loss|grad)|(?i:found (?:nan|inf) in (?:local )?(?:loss|grad))"
          r"|NaN or Inf found in input tensor|non-finite (?:loss|gradient|value)|is non-finite"
          r"|returned nan values|Detected (?:NaN|nan|Inf|inf)\b|cannot decrease (?:loss )?scale anymore"
          r"|[Mm]inimum loss scale reached|Invalid loss, terminating training",
@@ -264,7 +272,7 @@ RULES: Tuple[Rule, ...] = (
          ("input/output error", "errno", "quota", "no space left", "stale", "read-only file system",
           "transport endpoint", "remote i/o", "pytorchstreamwriter", "unexpected pos", "disk i/o error",
           "disk is full", "lustreerror", "not responding"),
-         r"Input/output error|\[Errno (?:5|28|30|107|116|121|122)\]|Disk quota exceeded|No space left on device"
+         r"Input/output error|\[Errno (?:5|28|30|107|116|121|122)\]|(?i:disk quota exceeded|no space left on device)"
          r"|Stale (?:NFS )?file handle|Read-only file system|Transport endpoint is not connected|Remote I/O error"
          r"|PytorchStreamWriter failed writing file|unexpected pos \d+ vs \d+|disk I/O error|database or disk is full"
          r"|LustreError|nfs: server \S+ not responding",
@@ -274,7 +282,7 @@ RULES: Tuple[Rule, ...] = (
          ("terminating",), r"\bTerminating (?:StepId=|job step )\S+",
          "srun stopped the step because a task failed"),
     Rule("slurm.cancelled", "cancelled_user", R_CANCEL, 0.85,
-         ("cancelled at",), r"\*\*\*\s*(?:JOB|STEP)\b[^*\n]*?\bCANCELLED AT\b(?![^*\n]*\bDUE TO (?:TIME|PREEMPTION|NODE|JOB NOT|JOB REQUEUE))[^*\n]*\*\*\*",
+         ("cancelled at",), r"\*\*\*\s*(?:JOB|STEP)\b[^*\n]*?\bCANCELLED AT\b(?![^*\n]*\bDUE TO (?:TIME|PREEMPTION|NODE|JOB NOT|JOB REQUEUE|TASK FAILURE))[^*\n]*\*\*\*",
          "the job was cancelled (scancel)", terminal=True, unless_after="srun.terminating"),
     Rule("srun.interrupt", "cancelled_user", R_CANCEL, 0.75,
          ("srun: interrupt", "sending ctrl-c"), r"srun: interrupt \(one more within|srun: sending Ctrl-C to",
@@ -328,7 +336,7 @@ RULES: Tuple[Rule, ...] = (
          "loading a data sample raised an error"),
     # ---- fatal signals ---------------------------------------------------------------
     Rule("sig.bus_error_shm", "segfault_signal", R_SIGNAL + 2, 0.85,
-         ("bus error", "shared memory"), r"killed by signal: Bus error|insufficient shared memory|Unexpected bus error",
+         ("bus error", "shared memory"), r"killed by signal: Bus error|(?i:insufficient shared memory|unexpected bus error)",
          "a process died with SIGBUS (usually /dev/shm too small)"),
     Rule("sig.fatal", "segfault_signal", R_SIGNAL, 0.85,
          ("segmentation fault", "sigsegv", "fatal python error", "bus error", "sigbus", "core dumped",
@@ -383,8 +391,10 @@ RULES: Tuple[Rule, ...] = (
 # Successful runs are full of them ("NCCL INFO NET/Plugin: ... cannot open
 # shared object file" is a normal start-up line). "NCCL WARN" is not one: it
 # is how NCCL reports its real errors.
-WARNING_LINE = re.compile(r"\b[A-Z][A-Za-z]*Warning\b|\[W(?:\d{4}\s|\s)|\bWARNING\b|(?<!NCCL )\bWARN\b"
-                          r"|\bwarn(?:ing)?:|\bINFO\b|\bDEBUG\b")
+# "INFO"/"DEBUG"/"WARN" only as a level word, never as a value: PyTorch's real
+# error "unhandled system error (run with NCCL_DEBUG=INFO for details)" must match.
+WARNING_LINE = re.compile(r"\b[A-Z][A-Za-z]*Warning\b|\[W(?:\d{4}\s|\s)|(?<![=_])\bWARNING\b|(?<!NCCL )(?<![=_])\bWARN\b"
+                          r"|\bwarn(?:ing)?:|(?<![=_])\bINFO\b|(?<![=_])\bDEBUG\b")
 
 RULES_BY_ID = {r.id: r for r in RULES}
 if len(RULES_BY_ID) != len(RULES):  # pragma: no cover - a table typo

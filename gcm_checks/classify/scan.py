@@ -1,0 +1,373 @@
+"""Scan one text with the rule table: line classes, keyword trie, candidate lines, hits.
+
+The fast half of the classifier (issue 14 item 6): everything here works on
+one text and returns :class:`Hit` rows; engine.py judges them.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from gcm_checks.classify.model import Evidence, LogText
+from gcm_checks.classify.rules import KERNEL, LOG, WARNING_LINE, Rule
+from gcm_checks.classify.rules_more import ALL_RULES as RULES
+
+# Only the end of a text is scanned: a failed job's cause is at the end, and
+# this keeps a huge --batch record as cheap as a small one.
+SCAN_CHARS = 256 * 1024
+MAX_HITS_PER_RULE = 20
+MAX_LINE_CHARS = 8192
+EVIDENCE_CHARS = 300
+MAX_EVIDENCE = 5
+_KERNEL_SOURCES = ("kernel", "dmesg", "syslog", "journal")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")  # colour codes from rich/tqdm/loguru
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    rule: Rule
+    regex: "re.Pattern[str]"
+    exclude: Optional["re.Pattern[str]"]
+
+
+_COMPILED: Optional[Tuple[_Compiled, ...]] = None
+# Every distinct keyword once, and for each the indexes of the rules it gates.
+_KEYWORDS: Tuple[str, ...] = ()
+# Keywords with digits ("exit code 137") are searched in every line: the
+# benign-line cache is keyed digit-blind, and "status code 0" must not hide
+# a later "status code 137".
+_DIGIT_KEYWORDS: Tuple[str, ...] = ()
+_KEYWORD_RULES: Dict[str, Tuple[int, ...]] = {}
+
+
+_TRIE: Optional["re.Pattern[str]"] = None
+# For each keyword, every keyword that is a prefix of it (itself included):
+# the trie reports the longest keyword starting at a position.
+_PREFIXES: Dict[str, Tuple[str, ...]] = {}
+
+
+def _build_keyword_trie(keywords: Sequence[str]) -> None:
+    """One regex that finds every keyword in one pass (a trie as nested groups).
+
+    ``(?=(...))`` matches at every position, so keywords that overlap or sit
+    inside a longer one are all seen; Python's ``re`` has no Aho-Corasick and
+    350 separate ``in`` tests cost 2.5x more.
+    """
+    global _TRIE, _PREFIXES
+    trie: Dict[str, Any] = {}
+    for w in keywords:
+        d = trie
+        for ch in w:
+            d = d.setdefault(ch, {})
+        d[""] = {}
+
+    def build(d: Dict[str, Any]) -> str:
+        alts = [re.escape(ch) + build(sub) for ch, sub in sorted(d.items()) if ch]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return "(?:" + body + ")?" if "" in d else body
+
+    _TRIE = re.compile("(?=(" + build(trie) + "))") if keywords else None
+    _PREFIXES = {k: tuple(p for p in keywords if k.startswith(p)) for k in keywords}
+
+
+def _compiled() -> Tuple[_Compiled, ...]:
+    # Compiled on first use, not at import: the epilog imports this package
+    # even for jobs whose logs it never needs to read.
+    global _COMPILED, _KEYWORDS, _DIGIT_KEYWORDS, _KEYWORD_RULES
+    if _COMPILED is None:
+        by_kw: Dict[str, List[int]] = {}
+        for i, r in enumerate(RULES):
+            for kw in r.keywords:
+                by_kw.setdefault(kw, []).append(i)
+        _KEYWORDS = tuple(k for k in by_kw if not any(ch.isdigit() for ch in k))
+        _DIGIT_KEYWORDS = tuple(k for k in by_kw if any(ch.isdigit() for ch in k))
+        _build_keyword_trie(_KEYWORDS)
+        _KEYWORD_RULES = {k: tuple(v) for k, v in by_kw.items()}
+        _COMPILED = tuple(
+            _Compiled(r, r.compiled(), re.compile(r.exclude) if r.exclude else None) for r in RULES
+        )
+    return _COMPILED
+
+
+@dataclass
+class Hit:
+    rule_id: str
+    category: str
+    rank: int
+    confidence: float
+    source_idx: int  # index of the text; structured evidence uses -1
+    pos: int  # line index (last occurrence) inside the scanned text; 0 for structured hits
+    evidence: Evidence
+    says: str
+    first_pos: int = 0  # first occurrence of the same line (text hits)
+    base_rule: str = ""  # the table rule that produced it (rule_id may be refined)
+
+
+# --------------------------------------------------------------------------- scanning
+
+
+def sanitize(text: str, limit: int = EVIDENCE_CHARS) -> str:
+    """Log text fit for a drain reason, a shell or HTML: no control chars, bounded.
+
+    Renderers still escape for their medium; this only removes what no medium wants.
+    """
+    text = _CONTROL.sub(" ", _ANSI.sub("", text).replace("\t", " ")).strip()
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return text
+
+
+def _is_kernel(source: str) -> bool:
+    s = source.lower()
+    return any(k in s for k in _KERNEL_SOURCES)
+
+
+# Deleting digits and blanks makes the thousands of progress lines of a
+# training log ("iteration 4312/10000 | loss 2.31 ...") collapse to one line
+# class, so the rules look at a few hundred bytes instead of megabytes.
+# Progress bars ("45%|████▌ |", "[#####     ]") and other non-ASCII decoration
+# are deleted from the key too, so a tqdm line at 3% and at 97% is one class.
+_DIGITS_BLANKS = b"0123456789 \t#" + bytes(range(0x80, 0x100))
+
+
+_PREFIX = re.compile(r"^(?:\[[^\]\n]{0,40}\]:?)+")  # "[rank5]:", "[default3]:", "[1,12]<stdout>:" style
+
+
+def _is_frame(line: str) -> Optional[str]:
+    """The line with any rank prefix removed, if it is a stack frame, else None.
+
+    Frames are paths and code, and rules never key on paths: skipping them
+    keeps quoted source (``raise ValueError(...)``, ``except KeyError:``)
+    from matching and makes tracebacks cheap.
+    """
+    body = line.lstrip()
+    if body.startswith("["):
+        m = _PREFIX.match(body)
+        if m:
+            body = body[m.end():].lstrip()
+    if body.startswith('File "') or body.startswith("frame #"):
+        return body
+    return None
+
+
+def _is_code_after_frame(line: str) -> bool:
+    body = line
+    if body.startswith("["):
+        m = _PREFIX.match(body)
+        if m:
+            body = body[m.end():]
+    return body.startswith("  ")
+
+
+def _compact(text: str) -> Tuple[List[str], List[int], List[int], List[bytes]]:
+    """Unique non-frame lines (by a digit/blank-blind key), in order of last occurrence.
+
+    Returns (lines, original index of each line's last occurrence, of its
+    first, the line's key). Every rule is line-local, so the unique lines
+    match whatever the whole text would. The dictionaries are built by
+    ``dict(zip(...))`` (C speed); only tracebacks need a per-line look.
+    """
+    lines = text.split("\n")
+    # bytes.translate is C-fast; a UTF-8 "\n" is always the single byte 0x0A,
+    # so the byte lines stay aligned with the str lines.
+    kb = text.encode("utf-8", "surrogatepass").translate(None, _DIGITS_BLANKS)
+    keys: List[Optional[bytes]] = list(kb.split(b"\n"))
+    if b'File"' in kb or b"frame#" in kb:
+        for i in [i for i, k in enumerate(keys) if k is not None and (
+                k.startswith((b'File"', b"frame#")) or (k[:1] == b"[" and (b']:File"' in k[:48] or b"]:frame#" in k[:48])))]:
+            if _is_frame(lines[i]) is None:
+                continue
+            keys[i] = None
+            if i + 1 < len(keys) and keys[i + 1] is not None and not keys[i + 1].startswith((b'File"', b"frame#")) \
+                    and _is_code_after_frame(lines[i + 1]):
+                keys[i + 1] = None
+    n = len(keys)
+    last = dict(zip(keys, range(n)))
+    first = dict(zip(reversed(keys), range(n - 1, -1, -1)))
+    last.pop(None, None)
+    order = sorted(last.values())
+    # A single huge line (tqdm redraws joined by "\r") is cut to its end,
+    # where the error that ended the job is printed.
+    out = [lines[i] if len(lines[i]) <= MAX_LINE_CHARS else lines[i][-MAX_LINE_CHARS:] for i in order]
+    out_keys = [keys[i] for i in order]
+    return out, order, [first[k] for k in out_keys], out_keys  # type: ignore[misc]
+
+
+# Line classes (compaction keys) in which no rule keyword occurs, remembered
+# across the texts of one process: a --batch over a cluster's logs meets the
+# same progress, INFO and warning lines in every job, and need not search
+# them again. Bounded; cleared when full. Only short keys are kept.
+_BENIGN: Dict[bytes, None] = {}
+_BENIGN_MAX = 65536
+_BENIGN_KEY_MAX = 512
+
+
+def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
+    """All rule matches in one text, in text order (positions are line indexes).
+
+    Keywords locate candidate lines in the lower-cased text (C-speed
+    ``str.find``); a rule's regex then runs on those lines only.
+    """
+    text = log.text
+    first_line = log.first_line_no
+    if len(text) > SCAN_CHARS:
+        cut = len(text) - SCAN_CHARS
+        nl = text.find("\n", cut)
+        if 0 <= nl < len(text) - 1:  # drop the partial first line, unless it is all there is
+            cut = nl + 1
+        first_line += text.count("\n", 0, cut)
+        text = text[cut:]
+    lines, line_idx, first_idx, keys = _compact(text)
+    # Only line classes not already known to hold no keyword are searched.
+    benign = _BENIGN
+    sidx = [j for j, k in enumerate(keys) if k not in benign] if benign else list(range(len(lines)))
+    scan = [lines[j] for j in sidx]
+    low = "\n".join(scan).lower()
+    if len(low) != sum(len(x) for x in scan) + len(scan) - 1:
+        # A few non-ASCII characters change length when lower-cased; keep
+        # offsets aligned by lower-casing line by line.
+        low = "\n".join(x.lower() if len(x.lower()) == len(x) else x for x in scan)
+    offsets = [0]
+    for x in scan[:-1]:
+        offsets.append(offsets[-1] + len(x) + 1)
+    kernel = _is_kernel(log.source)
+    hits: List[Hit] = []
+    compiled = _compiled()
+    # One C-speed containment test per distinct keyword decides which rules
+    # run at all; most keywords are absent from most logs, so only the few
+    # present ones are located line by line.
+    per_rule: Dict[int, set] = {}
+    hit_pos: set = set()
+    present = set()
+    if _TRIE is not None:
+        for longest in {m.group(1) for m in _TRIE.finditer(low)}:
+            present.update(_PREFIXES[longest])
+    for kw in present:
+        at = [sidx[p] for p in _keyword_lines(kw, low, offsets)]
+        hit_pos.update(at)
+        for ri in _KEYWORD_RULES[kw]:
+            per_rule.setdefault(ri, set()).update(at)
+    if len(sidx) < len(lines):
+        low_all = "\n".join(lines).lower()
+        if len(low_all) == sum(len(x) for x in lines) + len(lines) - 1:
+            all_offsets = [0]
+            for x in lines[:-1]:
+                all_offsets.append(all_offsets[-1] + len(x) + 1)
+            digit_scan: Tuple[str, List[int], Optional[List[int]]] = (low_all, all_offsets, None)
+        else:  # offsets would not line up; fall back to the searched lines only
+            digit_scan = (low, offsets, sidx)
+    else:
+        digit_scan = (low, offsets, sidx)
+    d_low, d_offsets, d_map = digit_scan
+    for kw in [k for k in _DIGIT_KEYWORDS if k in d_low]:
+        at = [d_map[p] if d_map is not None else p for p in _keyword_lines(kw, d_low, d_offsets)]
+        for ri in _KEYWORD_RULES[kw]:
+            per_rule.setdefault(ri, set()).update(at)
+    if len(benign) > _BENIGN_MAX:
+        benign.clear()
+    for j in sidx:
+        if j not in hit_pos and len(keys[j]) <= _BENIGN_KEY_MAX:
+            benign[keys[j]] = None
+    for ri in sorted(per_rule):
+        c = compiled[ri]
+        rule = c.rule
+        if (rule.source == KERNEL and not kernel) or (rule.source == LOG and kernel):
+            continue
+        candidates = per_rule[ri]
+        n = 0
+        for li in sorted(candidates):
+            line = lines[li]
+            m = c.regex.search(line)
+            if m is None:
+                continue
+            if not rule.warnings_ok and WARNING_LINE.search(line):
+                continue
+            if c.exclude is not None and c.exclude.search(m.group(0)):
+                continue
+            rid, cat, rank, conf, says = rule.id, rule.category, rule.rank, rule.confidence, rule.says
+            if rule.judge:
+                judged = _JUDGES[rule.judge](line)
+                if judged is None:
+                    continue
+                rid, cat, rank, conf, says = judged
+            hits.append(Hit(rid, cat, rank, conf, source_idx, line_idx[li],
+                            Evidence(log.source, first_line + line_idx[li], sanitize(line)), says,
+                            first_pos=first_idx[li], base_rule=rule.id))
+            n += 1
+            if n >= MAX_HITS_PER_RULE:
+                break
+    hits.sort(key=lambda h: h.pos)
+    return hits
+
+
+def _keyword_lines(kw: str, low: str, offsets: List[int]) -> Tuple[int, ...]:
+    """Indexes of the lines of ``low`` that contain ``kw`` (C-speed ``str.find``)."""
+    out = []
+    p = low.find(kw)
+    while p >= 0:
+        li = bisect_right(offsets, p) - 1
+        out.append(li)
+        if li + 1 >= len(offsets):
+            break
+        p = low.find(kw, offsets[li + 1])
+    return tuple(out)
+
+
+def _judge_xid(line: str) -> Optional[Tuple[str, str, int, float, str]]:
+    """A kernel XID line judged by NVIDIA's catalog (rule 4), as a hit."""
+    # ---- issue 18 hook: kernel lines are read by the XID scanner's own parser
+    # (gcm_checks.xid.parse.parse_xid), so `classify` and `xid scan` cannot disagree.
+    parsed = _kernel_reading(line)
+    m = None if parsed is not None else re.search(r"NVRM: Xid \([^)]*\):\s*(\d+)", line)
+    # A bare "Xid 79" (a person's or a tool's note) counts only for codes in the
+    # catalog and only when clear-cut; "xid 1234" may be a database's.
+    bare = parsed is None and m is None
+    if bare:
+        m = re.search(r"\b[Xx][Ii][Dd](?:\s+[Ee]rror)?[\s:=]+(\d{1,3})\b", line)
+    if parsed is None and m is None:
+        return None
+    code = parsed.xid if parsed is not None else int(m.group(1))  # type: ignore[union-attr]
+    try:
+        from gcm_checks.xid.catalog import CATALOG, assess
+
+        if bare and code not in CATALOG:
+            return None
+        a = assess(parsed.xid if parsed else code, dict(parsed.decoded) if parsed else None)
+        sev, resp, name = a.severity, a.responsibility, a.name
+    except ImportError:  # pragma: no cover - the xid package ships with us
+        from gcm_checks.classify.rules import APP_XIDS, FALLBACK_HW_XIDS
+
+        resp = "application" if code in APP_XIDS else "hardware"
+        sev = "fail" if code in FALLBACK_HW_XIDS else "info"
+        name = ""
+    what = f"XID {code}" + (f" ({name})" if name else "")
+    if resp == "application":
+        return ("kernel.xid.application", "cuda_runtime", 65, 0.6,
+                f"the driver logged {what}, a fault in the job's own GPU code")
+    if sev == "fail":
+        return ("kernel.xid.hardware", "gpu_hardware", 94, 0.9, f"the driver logged {what}")
+    if sev == "warn" and not bare:
+        return ("kernel.xid.warn", "gpu_hardware", 60, 0.5, f"the driver logged {what}")
+    return None
+
+
+def _kernel_reading(line: str) -> Any:
+    """The XID scanner's reading of a kernel line (None: not an XID), issue 18."""
+    if "NVRM" not in line:
+        return None
+    try:
+        from gcm_checks.xid.parse import parse_xid
+    except ImportError:  # pragma: no cover - the xid package ships with us
+        return None
+    return parse_xid(line)
+
+
+_JUDGES = {"xid": _judge_xid}
+
+
