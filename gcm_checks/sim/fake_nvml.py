@@ -77,6 +77,7 @@ class FakeNvml:
     NVML_VOLATILE_ECC = 0
     NVML_AGGREGATE_ECC = 1
     NVML_TEMPERATURE_GPU = 0
+    NVML_CLOCK_SM = 1
     NVML_FEATURE_DISABLED = 0
     NVML_FEATURE_ENABLED = 1
 
@@ -210,6 +211,12 @@ class FakeNvml:
 
     def nvmlDeviceGetCurrentClocksEventReasons(self, h: Any) -> int:
         return self.nvmlDeviceGetCurrentClocksThrottleReasons(h)
+
+    def nvmlDeviceGetClockInfo(self, h: Any, clock_type: int) -> int:
+        return int(self._device_call("nvmlDeviceGetClockInfo", h).get("sm_clock_mhz", 1980))
+
+    def nvmlDeviceGetPowerUsage(self, h: Any) -> int:
+        return int(1000 * float(self._device_call("nvmlDeviceGetPowerUsage", h).get("power_w", 300)))  # milliwatts
 
     def nvmlDeviceGetPersistenceMode(self, h: Any) -> int:
         gpu = self._device_call("nvmlDeviceGetPersistenceMode", h)
