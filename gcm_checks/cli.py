@@ -68,15 +68,27 @@ def build_parser(argv: List[str]) -> argparse.ArgumentParser:
     # Only import the chosen command's module; list the others with their help.
     chosen = next((a for a in argv if not a.startswith("-")), None)
     for name, (module, help_text) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text,
-                           epilog=EXIT_TABLE if name in NODE_MODES else None,
+        p = sub.add_parser(name, help=help_text, description=help_text, epilog=EXIT_TABLE,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         if name == chosen:
             mod = _load(module)
             if mod is not None:
                 mod.add_arguments(p)
                 p.set_defaults(_run=mod.run)
+                _exit_table_everywhere(p)
     return parser
+
+
+def _exit_table_everywhere(parser: argparse.ArgumentParser) -> None:
+    """Every action's --help (``notify flush``, ``node drain``, ...) ends with
+    the exit-status table too; the commands define only their arguments."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                if child.epilog is None:
+                    child.epilog = EXIT_TABLE
+                child.formatter_class = argparse.RawDescriptionHelpFormatter
+                _exit_table_everywhere(child)
 
 
 def _load(module: str):

@@ -71,7 +71,7 @@ SCHEMA: Dict[str, Any] = {
         "leftover_processes": Key("str", "warn", "Status when compute processes from a previous job remain.", choices=("warn", "fail")),
     },
     "slurm": {
-        "backend": Key("str", "cli", "cli (scontrol), pyslurm, or auto (pyslurm when importable).", choices=("cli", "pyslurm", "auto")),
+        "backend": Key("str", "cli", "cli (scontrol). pyslurm and auto are accepted for old configs and mean cli: the pyslurm backend was removed.", choices=("cli", "pyslurm", "auto")),
         "scontrol": Key("str", None, "Absolute path to scontrol; null = search standard locations (a prolog has no PATH).", nullable=True),
         "timeout_s": Key("float", 5.0, "Deadline for each scontrol call.", minimum=0.1, maximum=600),
         "brake_share": Key("float", None, "Mass-drain brake: do not drain when this share (0-1) of the node's partition already carries a gcm drain "
@@ -79,6 +79,7 @@ SCHEMA: Dict[str, Any] = {
         "brake_count": Key("int", None, "Mass-drain brake: do not drain when this many nodes already carry such a drain; null = off.", nullable=True, minimum=1),
         "brake_window_s": Key("float", 900.0, "How recent a gcm drain must be to count for the brake.", minimum=1, maximum=604800),
         "resume_on_pass": Key("bool", True, "Health mode resumes a node drained by gcm once the same checks pass."),
+        "extra_format": Key("str", "auto", "Node Extra: text ('gcm ok <time>' segments), json (flat gcm_* keys, for SchedulerParameters=extra_constraints), or auto (json when the node's Extra already is a JSON object).", choices=("auto", "text", "json")),
     },
     # InfiniBand checks over sysfs (gcm_checks.checks.ib).
     "infiniband": {
@@ -157,7 +158,7 @@ SCHEMA: Dict[str, Any] = {
         "baselines": Key("dict", {}, "Baseline overrides by model key or exact NVML name: {H100-SXM: {gemm_tflops, mem_bw_gbps}}."),
     },
     "telemetry": {
-        "prometheus_textfile_dir": Key("str", None, "node_exporter --collector.textfile.directory: gcm_checks_<mode>.prom is written there atomically; null = off.", nullable=True),
+        "prometheus_textfile_dir": Key("str", None, "node_exporter --collector.textfile.directory: gcm_checks_<mode>.prom, _drain, _gpu, _ib and _job_<id>.prom are written there atomically (docs/telemetry.md); null = off.", nullable=True),
         "otlp_endpoint": Key("str", None, "OTLP/HTTP endpoint base URL (http://collector:4318); null = off. Needs gcm-checks[otlp].", nullable=True),
         "otlp_timeout_s": Key("float", 2.0, "Deadline for one OTLP export.", minimum=0.1),
         "otlp_headers": Key("dict", {}, "Extra HTTP headers for the OTLP exporter (auth tokens)."),

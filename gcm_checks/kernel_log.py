@@ -80,6 +80,7 @@ class Coverage:
     earliest: Optional[float] = None  # oldest stamp seen (kmsg: ring-buffer start)
     lines: int = 0  # candidate lines decoded
     undated: int = 0  # candidates dropped for lack of a stamp
+    skipped_bytes: int = 0  # the parts of a time-sorted file outside the window, not read
     notes: List[str] = field(default_factory=list)
 
     def saw(self, ts: Optional[float]) -> None:
@@ -460,7 +461,14 @@ def read_file(
             cov.notes.append(f"boot time {iso(boot)} taken from the capture")
     ctx = StampContext(boot_time=boot if boot is not None else boot_time(), tz=tz, ref=until)
     try:
-        lines = iter_lines_file(f, contains=contains, follow=FOLLOW_LINES if contains is not None else 0)
+        reader: Any = f
+        if (since is not None or until is not None) and not path.endswith(".gz"):
+            from gcm_checks.logseek import seek_to_window
+
+            # Wall-clock stamps only (boot_time=None): monotonic ones restart at each boot.
+            reader, cov.skipped_bytes = seek_to_window(
+                f, since, until, lambda ref: lambda line: stamp(line, StampContext(None, tz, ref))[0])
+        lines = iter_lines_file(reader, contains=contains, follow=FOLLOW_LINES if contains is not None else 0)
         yield from _stamped(lines, ctx, since, until, cov)
     except OSError as e:
         raise KernelLogUnavailable(f"{path}: read failed: {e}") from None

@@ -29,8 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--notify", default="on_failure", metavar="POLICY",
                    help="always | on_failure (default; also stalls and NaN) | never")
     p.add_argument("--stall-after", metavar="DURATION",
-                   help="alert when the step has not advanced (and, separately, when there was no output) "
-                   "for this long, e.g. 30m, 2h")
+                   help="alert when the step counter has not advanced for this long, whatever else the program "
+                   "prints, e.g. 30m, 2h (default: auto, judged from the job's own step rate; 'off' disables)")
     p.add_argument("--silent-after", metavar="DURATION",
                    help="no-output alert after this long (default: same as --stall-after)")
     p.add_argument("--kill-on-stall", action="store_true",
@@ -43,6 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-comment", action="store_true", help="do not put progress in the Slurm job comment")
     p.add_argument("--comment-interval", metavar="DURATION", default=None,
                    help="at most one job-comment update per DURATION (default 60s; env GCM_RUN_COMMENT_INTERVAL)")
+    p.add_argument("--straggler-threshold", default="20%", metavar="PCT",
+                   help="name a node whose step rate is this much below the other nodes' median (default 20%%)")
+    p.add_argument("--straggler-window", default="5m", metavar="DURATION",
+                   help="sliding window over which step rates are compared (default 5m)")
+    p.add_argument("--simulate", metavar="SCENARIO", default=None,
+                   help="sample simulated GPUs (a gcm_checks.sim scenario) instead of NVML; for tests and demos")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
     return p
 
@@ -92,8 +98,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     env = os.environ
     try:
         policy = normalize_policy(args.notify)
-        stall = parse_duration(args.stall_after) if args.stall_after else None
+        stall_word = (args.stall_after or "auto").strip().lower()
+        stall = None if stall_word in ("auto", "off", "never", "no") else parse_duration(args.stall_after)
         silent = parse_duration(args.silent_after) if args.silent_after else stall
+        threshold = parse_percent(args.straggler_threshold)
+        window = parse_duration(args.straggler_window)
         grace = parse_duration(args.kill_grace)
         interval = (parse_duration(args.comment_interval) if args.comment_interval
                     else interval_from_env(env, DEFAULT_INTERVAL_S))
@@ -124,8 +133,23 @@ def main(argv: Optional[List[str]] = None) -> int:
         comment_interval_s=interval,
         status_interval_s=min(status_every, max(tick, 0.05)) if stall else status_every,
         tick_s=tick,
+        stall_auto=stall_word == "auto",
+        straggler_threshold=threshold,
+        straggler_window_s=window,
     )
+    if args.simulate:
+        os.environ["GCM_RUN_SIMULATE"] = args.simulate
     return run_wrapped(opts)
+
+
+def parse_percent(text: str) -> float:
+    """'20%', '20', '0.2' -> 0.2; ValueError outside (0, 1)."""
+    t = text.strip().rstrip("%")
+    v = float(t)
+    v = v / 100.0 if (text.strip().endswith("%") or v >= 1) else v
+    if not 0 < v < 1:
+        raise ValueError(f"bad straggler threshold {text!r} (use e.g. 20%)")
+    return v
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -39,6 +39,7 @@ class Context:
     job: Optional[Dict[str, Any]] = None
     dcgm_level: Optional[int] = None
     nvml_factory: Any = None  # test hook: () -> nvml object
+    hw_telemetry: bool = False  # gather telemetry-only GPU readings (health/epilog with a sink; never prolog)
     dry_run: bool = False  # --dry-run: gatherers leave local state (scan marks, baselines) untouched
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _sysfs_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -83,7 +84,8 @@ class Context:
                 total = max(0.05, (self.remaining() - JUDGE_MARGIN_S) * 0.8)
                 timeout = float(self.settings.get("gpu.nvml_timeout_s", 2.0))
                 init_timeout = float(self.settings.get("gpu.nvml_init_timeout_s", 6.0))
-                self._gpu_facts = nvml.gather(self._nvml_loader(), timeout, total, init_timeout)
+                self._gpu_facts = nvml.gather(self._nvml_loader(), timeout, total, init_timeout,
+                                             extended=self.hw_telemetry)
             return self._gpu_facts
 
     def gpu_bus_ids(self) -> Dict[str, int]:

@@ -383,80 +383,6 @@ class ScontrolBackend(_ScontrolUpdates):
         return parse_key_values(line)
 
 
-class PyslurmBackend:
-    """Optional backend through pyslurm (``pip install gcm-checks[pyslurm]``).
-
-    pyslurm talks to slurmctld in-process, skipping a fork/exec per call. Its
-    calls are C calls that can block, so each runs under a deadline. The CLI
-    backend stays the default and is what the real-daemon tests exercise.
-    """
-
-    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S):
-        import pyslurm  # noqa: F401 - raise ImportError early if absent
-
-        self._pyslurm = pyslurm
-        self.timeout_s = float(timeout_s)
-
-    def _call(self, what: str, fn: Any) -> Any:
-        from gcm_checks.deadline import DeadlineExceeded, call_with_deadline
-
-        try:
-            return call_with_deadline(fn, self.timeout_s, what=f"pyslurm.{what}")
-        except DeadlineExceeded as e:
-            raise SlurmError(str(e)) from e
-        except SlurmError:
-            raise
-        except Exception as e:  # pyslurm raises ValueError/RuntimeError on RPC errors
-            raise SlurmError(f"pyslurm.{what}: {e}") from e
-
-    def node_info(self, node: str) -> NodeInfo:
-        def get() -> NodeInfo:
-            d = self._pyslurm.node().get_node(node)[node]
-            reason = d.get("reason") or None
-            return NodeInfo(
-                name=node,
-                state=str(d.get("state", "")),
-                reason=reason,
-                reason_user=d.get("reason_uid") and str(d.get("reason_uid")),
-                available_features=_features(",".join(d.get("features") or []) if isinstance(d.get("features"), list) else d.get("features")),
-                active_features=_features(",".join(d.get("features_active") or []) if isinstance(d.get("features_active"), list) else d.get("features_active")),
-                extra=d.get("extra") or None,
-                comment=d.get("comment") or None,
-            )
-
-        return self._call("node_info", get)
-
-    def _update_node(self, what: str, fields: Dict[str, Any]) -> None:
-        msg = dict(fields, node_names=fields.get("node_names"))
-
-        def upd() -> None:
-            rc = self._pyslurm.node().update(msg)
-            if rc not in (0, None):
-                raise SlurmError(f"pyslurm.{what}: rc {rc}")
-
-        self._call(what, upd)
-
-    def drain(self, node: str, reason: str) -> None:
-        self._update_node("drain", {"node_names": node, "node_state": self._pyslurm.NODE_STATE_DRAIN, "reason": reason})
-
-    def resume(self, node: str) -> None:
-        self._update_node("resume", {"node_names": node, "node_state": self._pyslurm.NODE_RESUME})
-
-    def set_features(self, node: str, available: List[str], active: List[str]) -> None:
-        self._update_node("set_features", {"node_names": node, "features": ",".join(available), "features_act": ",".join(active)})
-
-    def set_extra(self, node: str, extra: str) -> None:
-        self._update_node("set_extra", {"node_names": node, "extra": extra})
-
-    def set_job_comment(self, job_id: str, comment: str) -> None:
-        self._call("set_job_comment", lambda: self._pyslurm.job().modify(int(job_id), {"comment": comment}))
-
-    def show_job(self, job_id: str) -> Dict[str, str]:
-        d = self._call("show_job", lambda: self._pyslurm.job().find_id(str(job_id)))
-        rec = d[0] if isinstance(d, list) and d else d
-        return {str(k): str(v) for k, v in dict(rec or {}).items()}
-
-
 class DryRunBackend(_ScontrolUpdates):
     """Says what it would do and does nothing (``--dry-run``, report-only).
 
@@ -525,7 +451,11 @@ def report_only(settings: Any = None) -> bool:
 
 
 def backend_from_settings(settings: Any = None, dry_run: bool = False, out: Optional[TextIO] = None, log: Any = None) -> SlurmBackend:
-    """The backend to use: ``slurm.backend`` is ``cli`` (default), ``pyslurm`` or ``auto``.
+    """The backend to use: scontrol (``slurm.backend: cli``).
+
+    ``pyslurm`` and ``auto`` are accepted, so a config written for an older
+    release still loads, and mean scontrol: the pyslurm backend was removed
+    (docs/slurm.md, "Why no pyslurm backend").
 
     ``dry_run`` or ``slurm.report_only`` wraps the real reader in a
     ``DryRunBackend``. With no scontrol on this machine there is no Slurm to
@@ -533,22 +463,19 @@ def backend_from_settings(settings: Any = None, dry_run: bool = False, out: Opti
     """
     timeout_s = float(_setting(settings, "slurm.timeout_s", DEFAULT_TIMEOUT_S))
     kind = str(_setting(settings, "slurm.backend", "cli")).lower()
-    real: Optional[SlurmBackend] = None
-    if kind in ("pyslurm", "auto"):
-        try:
-            real = PyslurmBackend(timeout_s=timeout_s)
-        except ImportError:
-            if kind == "pyslurm" and log is not None:
-                log.warning("slurm.backend=pyslurm but pyslurm is not importable; using scontrol")
-            real = None
-    if real is None:
-        cli = ScontrolBackend(scontrol=_setting(settings, "slurm.scontrol", None), timeout_s=timeout_s)
-        if cli.scontrol is None:
-            return DryRunBackend(out=out if out is not None else sys.stderr, log=log)
-        real = cli
-    if dry_run or report_only(settings):
-        return DryRunBackend(out=out if out is not None else sys.stderr, reader=real, log=log)
-    return real
+    if kind == "pyslurm" and log is not None:
+        log.warning("slurm.backend=pyslurm is no longer supported; using scontrol (docs/slurm.md)")
+    real: SlurmBackend = ScontrolBackend(scontrol=_setting(settings, "slurm.scontrol", None), timeout_s=timeout_s)
+    if real.scontrol is None:  # type: ignore[attr-defined]
+        chosen: SlurmBackend = DryRunBackend(out=out if out is not None else sys.stderr, log=log)
+    elif dry_run or report_only(settings):
+        chosen = DryRunBackend(out=out if out is not None else sys.stderr, reader=real, log=log)
+    else:
+        chosen = real
+    # How Extra is written travels with the backend (apply_features reads it),
+    # so no caller has to thread the setting through.
+    chosen.extra_format = str(_setting(settings, "slurm.extra_format", "auto") or "auto")  # type: ignore[attr-defined]
+    return chosen
 
 
 # --------------------------------------------------------------------------
@@ -819,12 +746,68 @@ def _extra_slot(word: str) -> str:
     return _EXTRA_SLOTS.get(word, word)
 
 
-def merge_extra(current: Optional[str], ours: str) -> str:
+EXTRA_FORMATS = ("auto", "text", "json")
+
+
+def _json_extra(current: Optional[str]) -> Optional[Dict[str, Any]]:
+    text = (current or "").strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _merge_extra_json(obj: Dict[str, Any], current: Optional[str], ours: str) -> str:
+    """Our segment as flat keys of the node's JSON Extra, which
+    ``SchedulerParameters=extra_constraints`` requires and jobs can filter on
+    (``sbatch --extra "gcm_health=ok"``). Other keys are kept."""
+    out = dict(obj)
+    if current and not obj and current.strip():
+        out["text"] = current.strip()  # an admin's free text survives the switch to JSON
+    words = ours.split()
+    if len(words) >= 3 and words[0] == "gcm":
+        slot = _extra_slot(words[1])
+        out[f"gcm_{slot}"] = words[1]
+        out[f"gcm_{slot}_at"] = words[2]
+        if len(words) > 3:
+            out[f"gcm_{slot}_failing"] = words[3]
+        else:
+            out.pop(f"gcm_{slot}_failing", None)
+    return json.dumps(out, separators=(",", ":"))
+
+
+def gcm_summary(extra: Optional[str]) -> Optional[str]:
+    """Our health summary from a node's Extra, text or JSON form, as text."""
+    obj = _json_extra(extra)
+    if obj is not None:
+        if "gcm_health" not in obj:
+            return None
+        return " ".join(str(x) for x in ("gcm", obj.get("gcm_health"), obj.get("gcm_health_at", ""),
+                                            obj.get("gcm_health_failing", "")) if x).strip()
+    for piece in (extra or "").split(";"):
+        seg = _EXTRA_SEGMENT.fullmatch(piece.strip())
+        if seg is not None and _extra_slot(seg.group(1)) == "health":
+            return piece.strip()
+    return None
+
+
+def merge_extra(current: Optional[str], ours: str, fmt: str = "auto") -> str:
     """``current`` Extra with our segment for ``ours``' slot replaced (or
-    added); foreign text and our other slots are kept as they are."""
+    added); foreign text and our other slots are kept as they are.
+
+    ``fmt``: ``text`` (``rack=12; gcm ok ...``), ``json`` (flat keys in a
+    JSON object: ``{"rack":"12","gcm_health":"ok",...}``), or ``auto`` -
+    JSON when the node's Extra already is a JSON object, text otherwise.
+    """
     current = current or ""
     if not ours:
         return current
+    obj = _json_extra(current)
+    if fmt == "json" or (fmt == "auto" and obj is not None):
+        return _merge_extra_json(obj or {}, current if obj is None else None, ours)
     m = _EXTRA_SEGMENT.fullmatch(ours)
     slot = _extra_slot(m.group(1)) if m else None
     pieces = [p for p in current.split(";")]
@@ -855,6 +838,7 @@ def apply_features(
     verify: bool = False,
     manage: Sequence[str] = GCM_FEATURES,
     stamp: Optional[str] = None,
+    extra_format: Optional[str] = None,
 ) -> FeatureOutcome:
     """Publish ``gcm_features`` (e.g. ["gcm_ok"]) and ``extra`` on transitions.
 
@@ -892,7 +876,8 @@ def apply_features(
     active = merge_features(info.active_features, want, managed)
     ours = extra if extra is not None else (rec or {}).get("extra") or ""
     # Only our own segment changes; an admin's text in Extra is kept.
-    extra_value = merge_extra(info.extra, ours)
+    fmt = extra_format or getattr(backend, "extra_format", None) or "auto"  # slurm.extra_format
+    extra_value = merge_extra(info.extra, ours, fmt)
     try:
         if hasattr(backend, "set_features_and_extra"):
             backend.set_features_and_extra(node, available, active, extra_value)  # type: ignore[attr-defined]

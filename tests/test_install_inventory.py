@@ -249,3 +249,20 @@ def test_pinned_inventory_wins_over_zero_config(tmp_path):
     doc = json.loads(gcm("prolog", "--config", str(pin), "--sim", "ib-port-down", "--json", "--dry-run").stdout)
     fails = {r["check"] for r in doc["results"] if r["status"] == "fail"}
     assert "ib.port.state" in fails and "ib.port.rail" not in fails  # listed port judged; rail rule silent
+
+
+def test_install_config_path_names_where_the_config_goes(tmp_path):
+    """--config PATH (the flag every command takes): the scripts point at it
+    and the first, report-only config is written there."""
+    import argparse
+
+    from gcm_checks.commands import install
+
+    conf = tmp_path / "etc" / "slurm.conf"
+    conf.parent.mkdir()
+    conf.write_text("ClusterName=x\n")
+    other = tmp_path / "cfg" / "site.yaml"
+    args = argparse.Namespace(slurm_conf=str(conf), prefix=None, bin=None, config=str(other))
+    assert install._plan(args)[2] == other
+    args.config = None
+    assert install._plan(args)[2] == conf.parent / install.CONFIG_NAME

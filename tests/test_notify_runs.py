@@ -88,3 +88,12 @@ def test_unwritable_system_outbox_falls_back_to_user_cache(tmp_path, hook):
     assert out["sent"] is False and out["failed"]
     assert out["outbox"] == str(tmp_path / "cache" / "gcm-checks" / "outbox")
     assert notify.Outbox(out["outbox"]).counts()["pending"] == 1  # kept for a later flush
+
+
+def test_run_job_key_reads_the_restart_count_a_job_task_sees():
+    from gcm_checks.notify import run_job_key
+
+    # Inside the job Slurm sets SLURM_RESTART_COUNT; the epilog SLURM_JOB_RESTART_COUNT.
+    assert run_job_key({"SLURM_JOB_ID": "9", "SLURM_RESTART_COUNT": "1"}) == "9.1"
+    assert run_job_key({"SLURM_JOB_ID": "9", "SLURM_JOB_RESTART_COUNT": "2"}) == "9.2"
+    assert run_job_key({"SLURM_JOB_ID": "9"}) == "9"

@@ -32,7 +32,8 @@ def options(tmp_path: Path, devnull: int, cmd, **kw) -> RunOptions:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
     env.update(kw.pop("env", {}))
     return RunOptions(argv=cmd, log_path=str(tmp_path / "run.log"), out_fd=devnull, err_fd=devnull, env=env,
-                      index_dir=str(tmp_path / "index"), pty="never", tick_s=0.05, status_interval_s=0.05, **kw)
+                      index_dir=str(tmp_path / "index"), pty="never", tick_s=0.05, status_interval_s=0.05,
+                      work_dir=str(tmp_path), **kw)
 
 
 def report(tmp_path: Path) -> dict:

@@ -116,3 +116,41 @@ def test_jobs_command_lists_a_real_running_wrapper(tmp_path, capsys):
     assert main(["jobs", "--all", "--json", str(tmp_path)]) == 0
     runs = json.loads(capsys.readouterr().out)["runs"]
     assert runs[0]["state"] == "exited" and runs[0]["exit"]["signal"] == "SIGTERM"
+
+
+def test_render_shows_a_loss_sparkline_a_stalled_eta_and_slow_nodes():
+    hist = {"loss": [[float(i), i, 2.0 / (i + 1)] for i in range(40)]}
+    r = run_status(progress={"step": 40, "total": 100, "percent": 40.0, "eta_s": None, "stalled_s": 720, "loss": 0.05,
+                             "history": hist},
+                   stragglers=[{"node": "gpu-n2", "task": "3", "ratio": 0.77}])
+    lines = jobs.render([r], now=time.time())
+    assert "LOSS CURVE" in lines[0] and "SLOW" in lines[0]
+    row = lines[1]
+    assert "stalled 12m" in row and "gpu-n2 -23%" in row
+    spark = [w for w in row.split() if set(w) <= set("▁▂▃▄▅▆▇█") and len(w) > 4]
+    assert spark and spark[0][0] == "█" and spark[0][-1] == "▁"  # a falling loss
+
+
+def test_jobs_reads_a_live_wrapper_with_history(tmp_path):
+    code = "import time\nfor i in range(1, 30):\n    print(f'step {i}/100 loss={1/i:.3f} lr=0.1', flush=True); time.sleep(0.05)\ntime.sleep(30)"
+    env = dict(os.environ, PYTHONPATH=str(REPO), GCM_RUN_INDEX=str(tmp_path / "idx"), GCM_RUN_STATUS_INTERVAL="0.1",
+               GCM_RUN_TICK="0.1")
+    env.pop("SLURM_JOB_ID", None)
+    p = subprocess.Popen([sys.executable, "-m", "gcm_checks.run_cli", "--log", str(tmp_path / "r.log"), "--notify", "never",
+                          "--", sys.executable, "-c", code], env=env, cwd=tmp_path,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        runs = []
+        while time.monotonic() < deadline:
+            runs = st.list_runs(str(tmp_path / "idx"))
+            if runs and (runs[0].get("progress") or {}).get("step") == 29:
+                break
+            time.sleep(0.2)
+        prog = runs[0]["progress"]
+        assert len(prog["history"]["loss"]) >= 2 and prog["metrics"]["learning_rate"] == 0.1
+        row = jobs.render(runs, now=time.time())[1]
+        assert "29/100" in row and any(ch in row for ch in "▁▂▃▄▅▆▇█")
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)

@@ -93,9 +93,14 @@ def test_failed_run_is_delivered_to_the_webhook(tmp_path, hook):
     assert r.returncode == 1
     assert len(hook.bodies) == 1
     body = hook.bodies[0]
-    assert body["event"] == "gcm_run_exit"
-    assert "exit 1 at step 7/10" in body["summary"]
-    assert "out of memory" in body["summary"]  # the classifier's sentence
+    # The same job report the epilog sends (issue 15, 5), not a status dump.
+    assert body["event"] == "job_report"
+    assert "FAILED" in body["summary"]
+    assert "out of memory" in body["summary"].lower()  # the classifier's sentence
+    rep_sent = body["report"]
+    assert rep_sent["schema"] == "gcm-checks/job-report" or rep_sent["schema"]
+    assert rep_sent["progress"]["step"] == 7 and rep_sent["progress"]["loss"] == 0.5
+    assert rep_sent["logs"][0]["path"].endswith("run.log")
     rep = report(tmp_path)
     assert rep["notifications"][0]["ok"] is True
     assert rep["notifications"][0]["result"]["sent"] is True
@@ -116,7 +121,7 @@ def test_relay_down_keeps_the_message_in_the_outbox_and_the_exit_status(tmp_path
     pending = list((tmp_path / "outbox" / "pending").glob("*.json"))
     assert len(pending) == 1
     item = json.loads(pending[0].read_text())
-    assert "run-exit" in item["key"] and item["attempts"] >= 1
+    assert item["key"].endswith("/hook") and item["attempts"] >= 1  # the job report's own key
 
 
 def test_stall_alert_is_delivered_while_running(tmp_path, hook):
@@ -124,8 +129,35 @@ def test_stall_alert_is_delivered_while_running(tmp_path, hook):
     code = "import time\nprint('step 40/100', flush=True)\ntime.sleep(2.0)\nprint('step 41/100')"
     r = gcm_run(tmp_path, cfg, "--stall-after", "0.5s", "--silent-after", "1h", cmd=[PY, "-c", code])
     assert r.returncode == 0
-    texts = [b.get("summary", "") for b in hook.bodies]
-    assert any("stalled since" in t and "40/100" in t for t in texts), texts
+    alerts = [b for b in hook.bodies if b.get("event", "").startswith("gcm_run_")]
+    # One episode, one message, in words (issue 13): not JSON, not twice.
+    assert len(alerts) == 1, alerts
+    assert alerts[0]["event"] == "gcm_run_stalled"
+    assert "stalled since" in alerts[0]["summary"] + alerts[0]["text"] and "40/100" in alerts[0]["text"]
+    assert not alerts[0]["text"].lstrip().startswith("{")
+
+
+def test_stall_and_silence_of_one_hang_are_one_message(tmp_path, hook):
+    cfg = write_config(tmp_path, hook.url)
+    code = "import time\nprint('step 40/100', flush=True)\ntime.sleep(2.5)\nprint('step 41/100')"
+    r = gcm_run(tmp_path, cfg, "--stall-after", "0.5s", "--silent-after", "0.6s", cmd=[PY, "-c", code])
+    assert r.returncode == 0
+    rep = report(tmp_path)
+    assert {"stalled", "silent"} <= set(rep["alerts_fired"])
+    alerts = [b for b in hook.bodies if b.get("event", "").startswith("gcm_run_")]
+    assert len(alerts) == 1, alerts
+
+
+def test_inside_a_slurm_job_the_exit_goes_to_the_jobs_report_not_a_mail(tmp_path, hook):
+    cfg = write_config(tmp_path, hook.url, policy="always")
+    env = {"SLURM_JOB_ID": "77", "SLURM_PROCID": "0", "SLURM_NTASKS": "1"}
+    r = gcm_run(tmp_path, cfg, "--notify", "always", "--no-comment", cmd=["sh", "-c", "echo step 3/9; exit 4"], extra_env=env)
+    assert r.returncode == 4
+    assert hook.bodies == []
+    assert "job's one report" in report(tmp_path)["notifications"][0]["skipped"]
+    # ...where the epilog's report builder finds it (report.progress.attach).
+    summary = json.loads((tmp_path / ".gcm-run" / "77.status.json").read_text())
+    assert summary["progress"]["step"] == 3 and summary["exit"]["code"] == 4
 
 
 def test_unwritable_site_outbox_falls_back_to_a_per_user_outbox(tmp_path):

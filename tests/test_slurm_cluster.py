@@ -161,3 +161,43 @@ def test_reset_nodes_clears_features_and_extra(clean_cluster):
     c.reset_nodes()
     node = c.node("node2")
     assert node["AvailableFeatures"] == "(null)" and not node.get("Extra")
+
+
+def test_json_extra_round_trips_through_real_scontrol(clean_cluster, backend, tmp_path):
+    """The JSON form of Extra (what SchedulerParameters=extra_constraints
+    wants) goes through scontrol update and comes back from scontrol show
+    node intact, with an admin's key kept; node status reads our summary."""
+    import json
+
+    c = clean_cluster
+    c.scontrol("update", "nodename=node1", 'Extra={"rack":"12"}')
+    out = slurm.apply_features(backend, "node1", ["gcm_ok"], slurm.summary_extra("degraded", ["gpu.ecc", "ib.port.state"]),
+                               state_dir=str(tmp_path))
+    assert out.action == "applied"
+    extra = c.node("node1")["Extra"]
+    doc = json.loads(extra)
+    assert doc["rack"] == "12" and doc["gcm_health"] == "degraded"
+    assert doc["gcm_health_failing"] == "gpu.ecc,ib.port.state"
+    info = backend.node_info("node1")
+    assert slurm.gcm_summary(info.extra).startswith("gcm degraded ")
+    c.scontrol("update", "nodename=node1", "Extra=")
+
+
+@pytest.mark.parametrize("nhc_reason, resumed", [
+    (None, True),                        # NHC re-issued the drain with our note unchanged
+    ("gcm: NHC: check_fs_mount: /scratch not mounted", False),  # a changed note: left for an admin
+])
+def test_nhc_redrain_keeps_or_changes_our_reason(clean_cluster, backend, tmp_path, nhc_reason, resumed):
+    """docs/slurm.md, beside NHC: NHC's node-mark-offline, meeting a node
+    drained with another tool's note, drains it again with that note (or,
+    if its view of the note differs, a different text). The same text keeps
+    the drain ours (health may resume it); a different text does not."""
+    c = clean_cluster
+    reason = slurm.make_drain_reason("gpu.temperature", "GPU 3", "93 C")
+    sd = str(tmp_path)
+    assert slurm.apply_drain(backend, "node2", reason, state_dir=sd, check="gpu.temperature").action == "drained"
+    c.scontrol("update", "nodename=node2", "state=drain", f"reason={nhc_reason or reason}")
+    out = slurm.resume_if_passed(backend, "node2", ["gpu.temperature"], state_dir=sd)
+    assert out is not None and (out.action == "resumed") == resumed, out
+    state = c.node("node2")["State"]
+    assert ("DRAIN" not in state) == resumed

@@ -125,3 +125,32 @@ def test_health_check_program_drains_publishes_and_resumes(gcm_scripts_cluster):
         _wait(lambda: c.node("node1").get("ActiveFeatures") == "gcm_ok" and c.node("node2").get("ActiveFeatures") == "gcm_ok", 30, "features re-applied after reconfigure")
     finally:
         c.use_health_check(None)
+
+
+def test_prolog_flags_alloc_contain_as_docs_recommend(gcm_scripts_cluster):
+    """docs/slurm.md recommends PrologFlags=Alloc,Contain: the prolog still
+    drains a bad node with our reason, and a healthy node runs the job with
+    its extern step (Contain). 22.05 with proctrack/linuxproc (facts: Contain
+    works there; cgroup is what production uses)."""
+    c = gcm_scripts_cluster
+    saved = list(c.extra_conf)
+    c.extra_conf = saved + ["PrologFlags=Alloc,Contain"]
+    try:
+        c._reconfigure()
+        flags = [ln for ln in c.scontrol("show", "config").stdout.splitlines() if ln.startswith("PrologFlags")]
+        assert flags and "Contain" in flags[0], flags
+        c.write_gcm_config({"nodes": [{"match": "node2", "set": {"simulate": "gpu-lost"}}]})
+        bad = c.sbatch("true\n", job_name="contain-bad", nodelist="node2", requeue=True)
+        end = time.monotonic() + 60
+        while time.monotonic() < end and "DRAIN" not in c.node("node2").get("State", ""):
+            time.sleep(0.3)
+        node = c.node("node2")
+        assert "DRAIN" in node["State"] and node["Reason"].startswith("gcm: ") and "GPU 3" in node["Reason"]
+        good = c.sbatch("echo ok\n", job_name="contain-good", nodelist="node1")
+        info = c.wait_job(good, {"COMPLETED", "FAILED"}, timeout=60)
+        assert info["JobState"] == "COMPLETED"
+        steps = [r["JobID"] for r in c.sacct(good, fields="JobID,State", duplicates=True)]
+        assert f"{good}.extern" in steps, steps
+    finally:
+        c.extra_conf = saved
+        c._reconfigure()

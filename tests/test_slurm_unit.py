@@ -331,22 +331,14 @@ def test_dry_run_prints_and_records():
         ({"slurm.backend": "cli"}, True, "DryRunBackend"),
         ({"report_only": True}, False, "DryRunBackend"),
         ({"slurm.scontrol": "/nonexistent/scontrol"}, False, "DryRunBackend"),
-        ({"slurm.backend": "auto"}, False, "ScontrolBackend"),  # pyslurm not installed here
+        ({"slurm.backend": "auto"}, False, "ScontrolBackend"),  # no pyslurm backend any more
     ],
 )
 def test_backend_from_settings(settings, dry, kind, tmp_path):
-    if "pyslurm" in sys.modules or _importable("pyslurm"):
-        pytest.skip("pyslurm installed: auto would pick it")
     if settings is None or "slurm.scontrol" not in settings:
         settings = dict(settings or {}, **{"slurm.scontrol": _fake_scontrol(tmp_path, "exit 0\n")})
     be = slurm.backend_from_settings(settings, dry_run=dry, out=io.StringIO())
     assert type(be).__name__ == kind
-
-
-def _importable(name: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(name) is not None
 
 
 def test_slurm_module_imports_nothing_heavy():
@@ -385,51 +377,22 @@ def test_resume_if_passed_skips_a_redrain_with_another_gcm_reason(tmp_path):
     assert be.nodes["n1"].drained and ("resume", "n1") not in be.updates
 
 
-class _FakePyslurm:
-    """Just enough of pyslurm's classic API (node().update / get_node)."""
+def test_pyslurm_settings_from_old_configs_mean_scontrol(monkeypatch, tmp_path):
+    """The pyslurm backend is gone (docs/slurm.md): an importable pyslurm is
+    never used, and an old config naming it still gets a working backend."""
+    monkeypatch.setitem(sys.modules, "pyslurm", object())
+    warned = []
 
-    NODE_STATE_DRAIN = 0x200
-    NODE_RESUME = 0x100
+    class Log:
+        def warning(self, event, **kw):
+            warned.append(event)
 
-    def __init__(self, hang: bool = False):
-        self.updates = []
-        self.hang = hang
-        outer = self
-
-        class node:
-            def update(self, msg):
-                if outer.hang:
-                    time.sleep(2)
-                outer.updates.append(dict(msg))
-                return 0
-
-            def get_node(self, name):
-                return {name: {"state": "IDLE+DRAIN", "reason": "gcm: x", "features": ["a100"], "features_active": ["a100"], "extra": None}}
-
-        self.node = node
-
-
-def test_pyslurm_backend_maps_calls(monkeypatch):
-    fake = _FakePyslurm()
-    monkeypatch.setitem(sys.modules, "pyslurm", fake)
-    be = slurm.backend_from_settings({"slurm.backend": "auto"})
-    assert type(be).__name__ == "PyslurmBackend"
-    info = be.node_info("n1")
-    assert info.drained and info.gcm_owned and info.available_features == ("a100",)
-    be.drain("n1", "gcm: y")
-    assert fake.updates[-1] == {"node_names": "n1", "node_state": fake.NODE_STATE_DRAIN, "reason": "gcm: y"}
-
-
-def test_pyslurm_backend_hang_is_a_slurm_error(monkeypatch):
-    from gcm_checks import deadline
-
-    # The abandoned call must not leak into other tests: cli.finish() would
-    # os._exit the test process if it saw one.
-    monkeypatch.setattr(deadline, "_abandoned", [])
-    monkeypatch.setitem(sys.modules, "pyslurm", _FakePyslurm(hang=True))
-    be = slurm.PyslurmBackend(timeout_s=0.2)
-    with pytest.raises(SlurmError, match="no answer"):
-        be.resume("n1")
+    scontrol = _fake_scontrol(tmp_path, "exit 0\n")
+    for kind in ("pyslurm", "auto"):
+        be = slurm.backend_from_settings({"slurm.backend": kind, "slurm.scontrol": scontrol}, log=Log())
+        assert type(be).__name__ == "ScontrolBackend"
+    assert len(warned) == 1 and "no longer supported" in warned[0]
+    assert not hasattr(slurm, "PyslurmBackend")
 
 
 @pytest.mark.parametrize("check", ["xid.hardware", "dcgm.diag", ""])
@@ -465,3 +428,63 @@ def test_health_features_keep_admin_extra_and_qualification(tmp_path):
     out = slurm.apply_features(be, "n1", ["gcm_ok"], slurm.summary_extra("ok", (), 0), state_dir=str(tmp_path))
     assert out.action == "applied"
     assert be.nodes["n1"].extra == "rack=12; gcm qualified 2026-11-29T10:00:00Z; gcm ok 1970-01-01T00:00:00Z"
+
+
+@pytest.mark.parametrize("current, ours, fmt, expect", [
+    # text form, as before
+    ("rack=12", "gcm ok 2026-11-30T02:00:00Z", "auto", "rack=12; gcm ok 2026-11-30T02:00:00Z"),
+    # a JSON Extra (SchedulerParameters=extra_constraints) stays JSON, other keys kept
+    ('{"rack": 12, "gcm_health": "degraded", "gcm_health_failing": "gpu.ecc"}', "gcm ok 2026-11-30T02:00:00Z", "auto",
+     {"rack": 12, "gcm_health": "ok", "gcm_health_at": "2026-11-30T02:00:00Z"}),
+    ("", "gcm degraded 2026-11-30T02:00:00Z gpu.ecc,ib.port.state", "json",
+     {"gcm_health": "degraded", "gcm_health_at": "2026-11-30T02:00:00Z", "gcm_health_failing": "gpu.ecc,ib.port.state"}),
+    # qualification has its own slot beside health's
+    ('{"gcm_health": "ok", "gcm_health_at": "t1"}', "gcm qualified 2026-11-30T03:00:00Z", "auto",
+     {"gcm_health": "ok", "gcm_health_at": "t1", "gcm_qualify": "qualified", "gcm_qualify_at": "2026-11-30T03:00:00Z"}),
+    # forcing JSON over an admin's free text keeps that text under "text"
+    ("rack 12", "gcm ok t", "json", {"text": "rack 12", "gcm_health": "ok", "gcm_health_at": "t"}),
+    # text forced over JSON-looking junk stays text
+    ("{not json", "gcm ok t", "auto", "{not json; gcm ok t"),
+])
+def test_merge_extra_text_and_json(current, ours, fmt, expect):
+    import json as _json
+
+    out = slurm.merge_extra(current, ours, fmt)
+    if isinstance(expect, dict):
+        assert _json.loads(out) == expect
+        assert ", " not in out and ": " not in out  # compact separators
+    else:
+        assert out == expect
+
+
+@pytest.mark.parametrize("extra, summary", [
+    ("rack=12; gcm ok 2026-11-30T02:00:00Z", "gcm ok 2026-11-30T02:00:00Z"),
+    ('{"rack":12,"gcm_health":"degraded","gcm_health_at":"t","gcm_health_failing":"gpu.ecc"}', "gcm degraded t gpu.ecc"),
+    ('{"rack":12}', None),
+    ("gcm qualified t", None),  # qualification's segment is not the health summary
+    (None, None),
+])
+def test_gcm_summary_reads_both_forms(extra, summary):
+    assert slurm.gcm_summary(extra) == summary
+
+
+def test_json_extra_written_through_the_features_call(tmp_path):
+    be = MemoryBackend({"n1": NodeInfo("n1", "IDLE", extra='{"rack":"12"}')})
+    out = slurm.apply_features(be, "n1", ["gcm_ok"], "gcm ok 2026-11-30T02:00:00Z", state_dir=str(tmp_path))
+    assert out.action == "applied"
+    import json as _json
+
+    assert _json.loads(be.nodes["n1"].extra) == {"rack": "12", "gcm_health": "ok", "gcm_health_at": "2026-11-30T02:00:00Z"}
+
+
+def test_extra_format_setting_travels_with_the_backend(tmp_path):
+    be = slurm.backend_from_settings({"slurm.extra_format": "json", "slurm.scontrol": _fake_scontrol(tmp_path, "exit 0\n")},
+                                     dry_run=True, out=io.StringIO())
+    assert be.extra_format == "json"
+    mem = MemoryBackend({"n1": NodeInfo("n1", "IDLE")})
+    mem.extra_format = be.extra_format  # what apply_features reads from any backend
+    slurm.apply_features(mem, "n1", ["gcm_ok"], "gcm ok 2026-11-30T02:00:00Z", state_dir=str(tmp_path))
+    import json as _json
+
+    assert _json.loads(mem.nodes["n1"].extra)["gcm_health"] == "ok"
+    assert slurm.backend_from_settings({"slurm.scontrol": "/nonexistent"}, out=io.StringIO()).extra_format == "auto"

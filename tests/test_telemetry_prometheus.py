@@ -44,10 +44,10 @@ def _samples(fam):
 
 def test_render_parses_with_prometheus_client():
     samples, _ = model.build(RESULTS, mode="epilog", node="gpu001", when=1_790_000_000.5, job_id="4242", xids=XIDS,
-                             drained=True)
+                             drained=True, duration_s=0.25)
     fams = _parse(prometheus.render(samples))
     assert set(fams) == {"gcm_check_status", "gcm_check_severity", "gcm_node_verdict", "gcm_xid_events",
-                         "gcm_node_drained", "gcm_last_run_timestamp_seconds"}
+                         "gcm_node_drained", "gcm_last_run_timestamp_seconds", "gcm_run_duration_seconds"}
     assert all(f.type == "gauge" and f.documentation for f in fams.values())
     status = {(s["check"], s["gpu"], s["status"]): v for s, v in _samples(fams["gcm_check_status"])}
     assert status[("gpu.ecc.uncorrectable", "3", "fail")] == 1.0
@@ -56,8 +56,12 @@ def test_render_parses_with_prometheus_client():
     sev = {(s["check"], s["subject"]): v for s, v in _samples(fams["gcm_check_severity"])}
     assert sev == {("gpu.nvml", ""): 0, ("gpu.ecc.uncorrectable", "GPU 3 (00000000:5D:00.0)"): 3,
                    ("gpu.processes", "GPU 0 (00000000:18:00.0)"): 1, ("dcgm.diag", ""): 2, ("ib.port.state", "mlx5_2 port 1"): 3}
-    assert all(s["job"] == "4242" and s["node"] == "gpu001" and s["mode"] == "epilog" for s, _ in _samples(fams["gcm_check_severity"]))
+    # No job label on per-check series: a job id is unbounded cardinality.
+    assert all("job" not in s for fam in fams.values() for s, _ in _samples(fam))
+    assert all(s["node"] == "gpu001" and s["mode"] == "epilog" for s, _ in _samples(fams["gcm_check_severity"]))
+    assert _samples(fams["gcm_run_duration_seconds"]) == [({"node": "gpu001", "mode": "epilog"}, 0.25)]
     assert _samples(fams["gcm_node_verdict"]) == [({"node": "gpu001", "mode": "epilog"}, 3.0)]
+    assert all(s["mode"] == "epilog" for s, _ in _samples(fams["gcm_xid_events"]))
     xids = {(s["code"], s["gpu"], s["severity"]): v for s, v in _samples(fams["gcm_xid_events"])}
     assert xids == {("79", "3", "fail"): 2.0, ("13", "0", "info"): 1.0, ("48", "", "fail"): 1.0}
     assert _samples(fams["gcm_node_drained"]) == [({"node": "gpu001"}, 1.0)]
@@ -101,6 +105,8 @@ def test_export_writes_one_file_per_mode_atomically(tmp_path):
     assert telemetry.export(RESULTS, settings, mode="prolog", node="gpu001", job_id="7") == {"prometheus": "ok"}
     assert telemetry.export(RESULTS[:1], settings, mode="health", node="gpu001") == {"prometheus": "ok"}
     assert sorted(os.listdir(d)) == ["gcm_checks_health.prom", "gcm_checks_prolog.prom"]  # no temp file left
+    # The drain state is not known here: no drain file, not a guessed 0.
+    assert "gcm_node_drained" not in (d / "gcm_checks_prolog.prom").read_text()
     prolog = _parse((d / "gcm_checks_prolog.prom").read_text())
     health = _parse((d / "gcm_checks_health.prom").read_text())
     assert _samples(prolog["gcm_node_verdict"])[0][1] == 3.0
@@ -131,3 +137,13 @@ def test_export_never_raises(tmp_path):
     # Garbage in (a result without a status) is still not an exception.
     out = telemetry.export([object()], settings, mode="prolog", node="n")
     assert out["telemetry"].startswith("error: ")
+
+
+def test_an_undeclared_gauge_still_lands_in_the_run_file(tmp_path):
+    # A caller may add a decision gauge without declaring it in model.METRICS:
+    # it goes to the mode's file, never breaks the write.
+    samples, _ = model.build(RESULTS[:1], mode="health", node="n", when=1.0)
+    samples.append(model.Sample("gcm_some_new_gauge", (("mode", "health"), ("node", "n")), 1.0))
+    prometheus.write(str(tmp_path), "health", samples)
+    fams = _parse((tmp_path / "gcm_checks_health.prom").read_text())
+    assert _samples(fams["gcm_some_new_gauge"]) == [({"mode": "health", "node": "n"}, 1.0)]

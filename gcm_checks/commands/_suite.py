@@ -47,11 +47,11 @@ def render_table(results: List[CheckResult], out: Any = None) -> None:
     out = out or sys.stdout
     order = {Status.FAIL: 0, Status.UNKNOWN: 1, Status.WARN: 2, Status.PASS: 3}
     rows = sorted(results, key=lambda r: (order[r.status], r.check, r.subject))
-    w_check = max([len(r.check) for r in rows] + [5])
-    w_subj = max([len(r.subject) for r in rows] + [7])
-    print(f"{'STATUS':7} {'CHECK':{w_check}} {'SUBJECT':{w_subj}} MESSAGE", file=out)
-    for r in rows:
-        print(f"{r.status.value.upper():7} {r.check:{w_check}} {r.subject or '-':{w_subj}} {r.message}", file=out)
+    from gcm_checks.commands._table import render
+
+    # One line per result, cut to the terminal with an ellipsis (--json has the full text).
+    render(("STATUS", "CHECK", "SUBJECT", "MESSAGE"),
+           [(r.status.value.upper(), r.check, r.subject or "-", r.message) for r in rows], out, flexible=(2, 3))
 
 
 def counts(results: List[CheckResult]) -> Dict[str, int]:

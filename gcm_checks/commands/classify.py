@@ -35,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--neighbours", action="store_true",
                         help="when no rule matches, let the nearest labelled real excerpts guess (issue 14 item 7; off by default)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    from gcm_checks.commands._conventions import add_config
+
+    add_config(parser, used=False)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,4 +1,7 @@
-"""``gcm-checks config check [PATH]`` and ``config show [--node NAME]``."""
+"""``gcm-checks config check [--config PATH]`` and ``config show [--config PATH] [--node NAME]``.
+
+A positional PATH (the old spelling) still works, with a deprecation note.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +13,15 @@ from typing import Any, List
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="config_cmd", metavar="ACTION")
+    from gcm_checks.commands._conventions import add_config, add_json
+
     c = sub.add_parser("check", help="validate a config file (default: the discovered one)")
-    c.add_argument("path", nargs="?", help="config file")
-    c.add_argument("--json", action="store_true")
     s = sub.add_parser("show", help="print the configuration resolved for one node")
-    s.add_argument("path", nargs="?", help="config file")
     s.add_argument("--node", help="node name (default: this node)")
-    s.add_argument("--json", action="store_true")
+    for p in (c, s):
+        add_config(p)
+        add_json(p)
+        p.add_argument("path", nargs="?", help=argparse.SUPPRESS)  # deprecated: use --config PATH
 
 
 # What a prolog, epilog or health run does with a config that fails here.
@@ -58,7 +63,9 @@ def run(args: argparse.Namespace) -> int:
     if cmd is None:
         print("usage: gcm-checks config {check,show} [PATH]", file=sys.stderr)
         return 2
-    path = config.find_config(getattr(args, "path", None))
+    if getattr(args, "path", None):
+        print("gcm-checks config: a positional PATH is deprecated; use --config PATH", file=sys.stderr)
+    path = config.find_config(getattr(args, "config", None) or getattr(args, "path", None))
     try:
         data = config.parse_file(path) if path else {}
         settings = config.resolve(data, getattr(args, "node", None) or config.node_name(), path or "(defaults)")

@@ -188,6 +188,10 @@ def _run(args, settings, node, job_id, log, t0) -> int:
     env = os.environ
     budget = args.budget or settings.get("epilog.budget_s") or settings.get("budget_s")
     ctx = runner.build_context(settings, sim=args.sim, budget_s=budget, dry_run=bool(getattr(args, "dry_run", False)))
+    from gcm_checks.commands.prolog import telemetry_on
+
+    # Hardware readings for graphs: a few more NVML calls, after a job, never before one.
+    ctx.hw_telemetry = telemetry_on(settings, "epilog")
     ctx.started = t0
     exit_info = exit_info_from_env(env)
     show = _show_job(settings, job_id, log, node, env)
@@ -238,7 +242,8 @@ def _run(args, settings, node, job_id, log, t0) -> int:
     report = None
     if job_id and settings.get("epilog.report") and not getattr(args, "no_report", False):
         report = _report(settings, node, job_id, show, exit_info, evidence, log, restarts)
-    _telemetry(results, settings, node, job_id, "epilog", action, log, xids=evidence["xids"])
+    _telemetry(results, settings, node, job_id, "epilog", action, log, xids=evidence["xids"], t0=t0, ctx=ctx,
+               log_events=_log_events(report, node, drain_reason, action) if settings.get("telemetry.otlp_endpoint") else ())
     if job_id:
         from gcm_checks.state import forget_job
 
@@ -357,6 +362,26 @@ def dcgm_level_after_failure(settings: Any, budget_s: float, log: Any) -> int:
                     hint=f"level {want} takes about {TYPICAL_S.get(want, 0):.0f} s: raise epilog.budget_s and PrologEpilogTimeout")
         return 1
     return want
+
+
+def _log_events(report: Optional[Mapping[str, Any]], node: str, drain_reason: Optional[str],
+                action: Optional[str]) -> List[Any]:
+    """The job report this node assembled and its drain, as OTLP log records."""
+    try:
+        from gcm_checks.telemetry.events import report_event_from_file, slurm_action_event
+
+        out = []
+        path = ((report or {}).get("paths") or {}).get("report.json")
+        ev = report_event_from_file(path) if path else None
+        if ev is not None:
+            out.append(ev)
+        if drain_reason and action:
+            ev = slurm_action_event("drain", {"action": action, "reason": drain_reason}, node)
+            if ev is not None:
+                out.append(ev)
+        return out
+    except Exception:  # noqa: BLE001 - telemetry never changes a run
+        return []
 
 
 def _report(settings: Any, node: str, job_id: str, show: Mapping[str, str], exit_info: Mapping[str, Any],

@@ -18,7 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          description="Read every qualification result file under DIR (newest per node) and "
                                      "report per-model metric distributions, straggler GPUs (median/MAD) and "
                                      "nodes that failed.")
-    rep.add_argument("directory", metavar="DIR", help="results directory (qualify.results_dir)")
+    rep.add_argument("directory", metavar="DIR", nargs="?",
+                     help="results directory (default: the config's qualify.results_dir)")
+    rep.add_argument("--config", metavar="PATH", help="config file, for qualify.results_dir when DIR is not given")
     rep.add_argument("--json", action="store_true", help="print a JSON document instead of text")
     rep.add_argument("--level", choices=("quick", "standard", "deep"), help="only results of this level")
     rep.add_argument("--z", type=float, default=3.5, metavar="Z",
@@ -30,10 +32,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "fleet_command", None) != "report":
-        print("usage: gcm-checks fleet report DIR [--json]", file=sys.stderr)
+        print("usage: gcm-checks fleet report [DIR] [--config PATH] [--json]", file=sys.stderr)
         return 2
     from gcm_checks.fleet import report_dir
 
+    if not args.directory:
+        from gcm_checks import config
+
+        try:
+            args.directory = str(config.load(args.config).get("qualify.results_dir") or "")
+        except config.ConfigError as e:
+            print(f"gcm-checks fleet report: configuration: {e}", file=sys.stderr)
+            return 2
     try:
         rep = report_dir(args.directory, level=args.level, z_threshold=args.z, min_drop=args.min_drop)
     except FileNotFoundError as e:
@@ -58,17 +68,20 @@ def render(rep: Any, top: int, out: Any) -> None:
             print(f"{d.model:16} {d.metric:12} {d.n:>6} {d.median:>9.1f} {d.mad:>7.2f} {d.p05:>9.1f} {d.p95:>9.1f} {d.min:>9.1f}", file=out)
     if rep.stragglers:
         print(f"\nSTRAGGLERS (robust z <= -{rep.params['z_threshold']:g} and >= {rep.params['min_drop']:.0%} below the fleet median)", file=out)
-        print(f"{'NODE':20} {'GPU':28} {'MODEL':14} {'METRIC':12} {'VALUE':>9} {'MEDIAN':>9} {'BELOW':>7} {'Z':>7}", file=out)
-        for s in rep.stragglers[:top]:
-            print(f"{s.node:20} {s.subject or s.gpu:28} {s.model:14} {s.metric:12} {s.value:>9.1f} {s.median:>9.1f} "
-                  f"{s.drop:>6.1%} {s.z:>7.1f}", file=out)
+        from gcm_checks.commands._table import render as table
+
+        table(("NODE", "GPU", "MODEL", "METRIC", "VALUE", "MEDIAN", "BELOW", "Z"),
+              [(s.node, s.subject or s.gpu, s.model, s.metric, f"{s.value:.1f}", f"{s.median:.1f}", f"{s.drop:.1%}",
+                f"{s.z:.1f}") for s in rep.stragglers[:top]], out, flexible=(0, 1, 2), align_right=(4, 5, 6, 7))
         if len(rep.stragglers) > top:
             print(f"... {len(rep.stragglers) - top} more (--top N or --json)", file=out)
     for title, rows in (("FAILED", rep.failing), ("COULD NOT TELL (not qualified)", rep.unknown)):
         if rows:
             print(f"\n{title}", file=out)
-            for f in rows:
-                print(f"{f.node:20} {','.join(f.checks):40} {f.first}", file=out)
+            from gcm_checks.commands._table import render as table
+
+            table(("NODE", "CHECKS", "FIRST"), [(f.node, ",".join(f.checks), f.first) for f in rows], out,
+                  flexible=(1, 2))
     if rep.unreadable:
         print(f"\nUNREADABLE ({len(rep.unreadable)})", file=out)
         for line in rep.unreadable[:20]:

@@ -92,6 +92,13 @@ def passed_checks(results: List[Any]) -> List[str]:
     return sorted(c for c, ok in seen.items() if ok)
 
 
+def _drain_events(actions: Dict[str, Any], node: str) -> List[Any]:
+    """Drains and resumes health made, as OTLP log records."""
+    from gcm_checks.telemetry.events import slurm_action_event
+
+    return [e for e in (slurm_action_event(kind, a, node) for kind, a in actions.items()) if e is not None]
+
+
 def decide_and_apply(backend: Any, node: str, results: List[Any], *, state_dir: str, log: Any,
                      resume_on_pass: bool = True, verify_features: bool = False,
                      context: Any = None, settings: Any = None) -> Dict[str, Any]:
@@ -168,6 +175,9 @@ def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float
     from gcm_checks.result import Status, verdict
 
     ctx = runner.build_context(settings, sim=args.sim, budget_s=args.budget, dry_run=bool(getattr(args, "dry_run", False)))
+    from gcm_checks.commands.prolog import telemetry_on
+
+    ctx.hw_telemetry = telemetry_on(settings, "health")
     ctx.started = t0
     log.info("start", sim=ctx.sim.get("name") if ctx.sim else None, budget_s=ctx.budget_s, config=settings.source)
     try:
@@ -197,8 +207,13 @@ def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float
     from gcm_checks.commands.prolog import _telemetry
 
     drain_action = (actions.get("drain") or {}).get("action")
+    # Health reads back our own drain record, so the one gcm_node_drained
+    # series says what gcm holds now, whoever (prolog, epilog, health) drained.
+    drained = slurm.drain_record(str(ctx.state_dir), node) is not None
     _telemetry(results, settings, node, None, "health", drain_action, log,
-               xids=[e.to_dict() for e in getattr(ctx.facts.get("xid"), "events", ())])
+               xids=[e.to_dict() for e in getattr(ctx.facts.get("xid"), "events", ())], t0=t0, ctx=ctx,
+               drained=drained,
+               log_events=_drain_events(actions, node) if settings.get("telemetry.otlp_endpoint") else ())
     action_text = ", ".join(f"{k}: {a['action']}" for k, a in actions.items()) or None
     if decision.config_error:
         action_text = f"{action_text or 'no change'} [config error: defaults, report-only]"

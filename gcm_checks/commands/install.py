@@ -71,7 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="install despite interpreter permission problems; "
                         "uninstall scripts without the install marker")
     parser.add_argument("--remove-config", action="store_true", help="uninstall: also remove the config file")
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    parser.add_argument("--config", metavar="PATH", help="the config the scripts use, written with report_only: true "
+                        "if absent (default: gcm-checks.yaml beside slurm.conf)")
 
 
 # --------------------------------------------------------------------------
@@ -218,7 +220,7 @@ def _plan(args: argparse.Namespace) -> Tuple[Path, Path, Path, str]:
     if not conf.is_file():
         raise InstallError(f"{conf}: no such slurm.conf")
     prefix = Path(os.path.abspath(args.prefix)) if args.prefix else conf.parent
-    config_path = conf.parent / CONFIG_NAME
+    config_path = Path(os.path.abspath(args.config)) if getattr(args, "config", None) else conf.parent / CONFIG_NAME
     bin_path = os.path.abspath(args.bin) if args.bin else default_bin()
     for p in (str(conf), str(prefix), str(config_path), bin_path):
         if not _SAFE_PATH.match(p):

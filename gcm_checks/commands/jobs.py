@@ -20,6 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", help="index directory (default: $GCM_RUN_INDEX or ~/.local/state/gcm-run/active)")
     parser.add_argument("--all", action="store_true", help="also show finished and lost runs")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    from gcm_checks.commands._conventions import add_config
+
+    add_config(parser, used=False)
     parser.add_argument("--width", type=int, default=20, help="progress bar width")
 
 
@@ -77,6 +80,8 @@ def render(runs: List[dict], *, width: int = 20, now: float) -> List[str]:
             step = f"{p['step']}" + (f"/{p['total']}" if p.get("total") else "")
         pct = p.get("percent")
         eta = fmt_duration(p.get("eta_s")) if p.get("eta_s") is not None else "-"
+        if p.get("stalled_s"):
+            eta = f"stalled {fmt_duration(p['stalled_s'])}"
         loss = p.get("loss")
         loss_s = "-" if loss is None else (f"{loss:.4g}" if isinstance(loss, (int, float)) else str(loss))
         state = r.get("state", "?")
@@ -85,12 +90,15 @@ def render(runs: List[dict], *, width: int = 20, now: float) -> List[str]:
             ex = r.get("exit") or {}
             state = f"{state}:{ex.get('signal') or ex.get('code')}" if ex else state
         age = fmt_duration(now - float(r.get("updated_ts") or now))
+        from gcm_checks.commands.jobs_spark import loss_sparkline, slow_text
+
         rows.append((
             str(job), _clean(name, 28), state, bar(pct, width),
-            "-" if pct is None else f"{pct:5.1f}%", step or "-", eta, loss_s,
-            ",".join(sorted(set(f for f in flags if f))) or "-", r.get("host", "?"), age,
+            "-" if pct is None else f"{pct:5.1f}%", step or "-", eta, loss_s, loss_sparkline(p) or "-",
+            ",".join(sorted(set(f for f in flags if f))) or "-", _clean(slow_text(r), 40) or "-", r.get("host", "?"), age,
         ))
-    head = ("JOB", "NAME", "STATE", "PROGRESS", "PCT", "STEP", "ETA", "LOSS", "ALERTS", "HOST", "UPDATED")
+    head = ("JOB", "NAME", "STATE", "PROGRESS", "PCT", "STEP", "ETA", "LOSS", "LOSS CURVE", "ALERTS", "SLOW", "HOST",
+            "UPDATED")
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
     fmt = "  ".join("{:<%d}" % w for w in widths)
     return [fmt.format(*head)] + [fmt.format(*row) for row in rows]

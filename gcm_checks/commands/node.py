@@ -73,12 +73,12 @@ def _state_dir(settings: Any) -> str:
 
 
 def status_row(info: Any, local_drain: Any = None, would: Any = None) -> Dict[str, Any]:
-    from gcm_checks.slurm import GCM_FEATURES
+    from gcm_checks.slurm import GCM_FEATURES, gcm_summary
 
     owner = None
     if info.drained or info.reason:
         owner = "gcm" if info.gcm_owned else (info.reason_user or "other")
-    last = info.extra if info.extra and info.extra.startswith("gcm ") else None
+    last = gcm_summary(info.extra)  # text or JSON Extra (extra_constraints)
     return {
         "node": info.name,
         "state": info.state,
@@ -121,9 +121,9 @@ def _render(rows: List[Dict[str, Any]]) -> None:
         (r["node"], r["state"], r["owner"] or "-", ",".join(r["gcm_features"]) or "-", r["last_gcm"] or "-", r["reason"] or "-")
         for r in rows
     ]
-    widths = [max(len(str(row[i])) for row in table) for i in range(len(head) - 1)]
-    for row in table:
-        print("  ".join(str(c).ljust(w) for c, w in zip(row[:-1], widths)) + "  " + str(row[-1]))
+    from gcm_checks.commands._table import render
+
+    render(table[0], table[1:], flexible=(3, 4, 5), gap=2)
     for r in rows:
         w = r.get("would_drain")
         if w:

@@ -2,13 +2,16 @@
 
     gcm-checks notify flush [--now] [--budget S] [--json] [--strict]
     gcm-checks notify show [--state pending|sent|dead|all] [--json]
-    gcm-checks notify report JOB [--format txt|json|html] [--admin]
-    gcm-checks notify retry [KEY]
+    gcm-checks notify report JOB [--json | --format txt|json|html] [--admin]
+    gcm-checks notify retry [KEY] [--json]
 
-``flush`` is safe to run from cron on every node as often as you like: it
-assembles overdue multi-node reports, then sends what is due, each item at
-most once. Its exit status is 0 even when a relay is down (the items wait),
-unless ``--strict`` asks to know.
+(``--config PATH`` before or after the action.) ``flush`` is safe to run from
+cron on every node as often as you like: it assembles overdue multi-node
+reports, then sends what is due, each item at most once. An item that failed
+waits out its backoff (it says when it is due next); ``--now`` tries every
+pending item at once. Its exit status is 0 even when a relay is down (the
+items wait), unless ``--strict`` asks to know. Reports and channels:
+docs/reports.md.
 """
 
 from __future__ import annotations
@@ -17,28 +20,39 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from typing import Any, Optional
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="config file (default: discovery, see docs/configuration)")
+    from gcm_checks.commands._conventions import add_config, add_json
+
+    parser.description = (parser.description or "") + " (reports and channels: docs/reports.md)"
+    add_config(parser)
     sub = parser.add_subparsers(dest="notify_command", metavar="ACTION")
-    p = sub.add_parser("flush", help="assemble overdue reports and deliver due notifications")
+    p = sub.add_parser("flush", help="assemble overdue reports and deliver due notifications",
+                       description="Assemble overdue reports and deliver what is due. A failed delivery waits out its "
+                                   "retry backoff; the output says when the next retry is due. --now tries every "
+                                   "pending item at once.")
     p.add_argument("--now", action="store_true", help="ignore retry backoff: try every pending item now")
     p.add_argument("--budget", type=float, default=None, help="seconds to spend (default notify.budget_s)")
     p.add_argument("--strict", action="store_true", help="exit 1 if anything is still pending afterwards")
-    p.add_argument("--json", action="store_true")
+    add_json(p)
+    add_config(p, nested=True)
     p = sub.add_parser("show", help="list outbox items")
     p.add_argument("--state", choices=("pending", "sent", "dead", "all"), default="pending")
-    p.add_argument("--json", action="store_true")
+    add_json(p)
+    add_config(p, nested=True)
     p = sub.add_parser("report", help="print a job's assembled report")
     p.add_argument("job", help="job id (or id.restart for a requeued job)")
     p.add_argument("--format", choices=("txt", "json", "html"), default="txt")
+    add_json(p, help="the report as JSON (the same as --format json)")
+    add_config(p, nested=True)
     p.add_argument("--admin", action="store_true",
                    help="the admin view: every node's findings, could-not-test lines, report-only decisions, notes")
     p = sub.add_parser("retry", help="move dead items back to pending")
     p.add_argument("key", nargs="?", help="one idempotency key (default: all dead items)")
-    p.add_argument("--json", action="store_true")
+    add_json(p)
+    add_config(p, nested=True)
 
 
 def _settings(args: argparse.Namespace) -> Any:
@@ -83,10 +97,27 @@ def _flush(args: argparse.Namespace, settings: Any) -> int:
         for q in getattr(s, "quarantined", ()):
             print(f"quarantined {q['name']}: {q['why']} (moved to outbox/quarantine, never sent)")
         print(f"{len(s.sent)} sent, {len(s.failed)} failed, {pending} pending")
+        if pending:
+            print(_next_due(notify.outbox_for(settings)))
     if getattr(s, "refused", ""):
         print(f"gcm-checks notify flush: {s.refused}", file=sys.stderr)
         return 1
     return 1 if args.strict and pending else 0
+
+
+def _next_due(box: Any, now: Optional[float] = None) -> str:
+    """When the next pending item will be tried: a plain flush waits out the
+    backoff, so say so instead of looking like it did nothing."""
+    now = time.time() if now is None else now
+    due = [float(i.get("next_attempt_at") or 0) for i in box.items("pending")]
+    if not due:
+        return "next retry: nothing pending"
+    first = min(due)
+    if first <= now:
+        return "next retry: due now (the next flush sends it)"
+    mins = (first - now) / 60
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(first))
+    return f"next retry due at {when} (in {mins:.0f} min); 'gcm-checks notify flush --now' retries now"
 
 
 def _show(args: argparse.Namespace, settings: Any) -> int:
@@ -103,16 +134,20 @@ def _show(args: argparse.Namespace, settings: Any) -> int:
         return 0
     if not rows:
         print(f"no {args.state} items in {box.root}")
-    for r in rows:
-        nxt = time.strftime("%H:%M:%S", time.localtime(r.get("next_attempt_at") or 0)) if r["state"] == "pending" else ""
-        err = f"  last error: {r['last_error']}" if r.get("last_error") else ""
-        print(f"{r['state']:<8} {r['key']:<40} attempts={r.get('attempts', 0)} {('next ' + nxt) if nxt else ''}{err}")
+    from gcm_checks.commands._table import render
+
+    render(("STATE", "KEY", "ATTEMPTS", "NEXT TRY", "LAST ERROR"),
+           [(r["state"], r["key"], r.get("attempts", 0),
+             time.strftime("%H:%M:%S", time.localtime(r.get("next_attempt_at") or 0)) if r["state"] == "pending" else "-",
+             r.get("last_error") or "-") for r in rows], flexible=(1, 4), gap=2)
     return 0
 
 
 def _report(args: argparse.Namespace, settings: Any) -> int:
     from gcm_checks.report import report_paths
 
+    if getattr(args, "json", False):
+        args.format = "json"
     path = report_paths(settings, args.job)[f"report.{args.format}"]
     if getattr(args, "admin", False):
         from gcm_checks.report.render import to_text

@@ -20,7 +20,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="xid_cmd", metavar="ACTION")
     e = sub.add_parser("explain", help="what an XID (or NVSwitch SXid, 10000 and up) code means and what to do")
     e.add_argument("code", type=int, help="XID number, e.g. 79, or SXid number, e.g. 20034")
-    e.add_argument("--json", action="store_true")
+    from gcm_checks.commands._conventions import add_config
+
+    add_config(e, used=False)
+    e.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     s = sub.add_parser("scan", help="list XIDs in a window of the kernel log")
     s.add_argument("--kernel-log", metavar="PATH", help="read this file (dmesg, dmesg -T, syslog, ISO, saved "
                    "/dev/kmsg records; .gz ok)")
@@ -33,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--timeout", type=float, default=10.0, help="deadline for journalctl (seconds)")
     s.add_argument("--no-gpu-map", action="store_true", help="do not ask NVML for PCI bus id -> GPU index")
     s.add_argument("--json", action="store_true", help="one JSON document: {events: [...], ...}")
+    s.add_argument("--config", metavar="PATH", help="config file: its xid.kernel_log_path and xid.source are the "
+                   "defaults for --kernel-log and --source")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -130,6 +135,17 @@ def _scan(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"gcm-checks xid scan: {e}", file=sys.stderr)
         return 2
+    if getattr(args, "config", None):
+        from gcm_checks import config
+
+        try:
+            settings = config.load(args.config)
+        except config.ConfigError as e:
+            print(f"gcm-checks xid scan: configuration: {e}", file=sys.stderr)
+            return 2
+        args.kernel_log = args.kernel_log or settings.get("xid.kernel_log_path")
+        if args.source == "auto":
+            args.source = str(settings.get("xid.source") or "auto")
     source = args.source
     if args.kernel_log and source == "auto":
         source = "file"
@@ -189,9 +205,9 @@ def _print_table(events: List[Any], cov: Any, since: Optional[float], until: Opt
     for e in events:
         rows.append((e.time or "-", str(e.xid), "-" if e.gpu_index is None else str(e.gpu_index),
                      e.pci_bus_id or "-", e.severity, e.action, e.name))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+    from gcm_checks.commands._table import render
+
+    render(rows[0], rows[1:], flexible=(6,), gap=2)
     fails = sum(1 for e in events if e.severity == "fail")
     print(f"{len(events)} XID event(s), {fails} drain-worthy")
 

@@ -104,6 +104,18 @@ class GpuSnapshot:
     throttle_reasons: Tuple[str, ...] = ()
     persistence_mode: Optional[bool] = None
     processes: Tuple[Dict[str, Any], ...] = ()
+    # Counts from calls the checks already make (remapped rows).
+    remapped_rows_correctable: Optional[int] = None
+    remapped_rows_uncorrectable: Optional[int] = None
+    # Telemetry-only readings (``extended=True``: health and epilog, never the
+    # prolog); None when not read or not supported.
+    power_w: Optional[float] = None
+    sm_clock_mhz: Optional[int] = None
+    ecc_corrected_aggregate: Optional[int] = None
+    ecc_uncorrected_aggregate: Optional[int] = None
+    retired_pages_sbe: Optional[int] = None
+    retired_pages_dbe: Optional[int] = None
+    nvlink_errors: Optional[Dict[str, int]] = None  # counter -> sum over active links
     # field -> error text for fields that failed with an unexpected error;
     # checks over those fields report ``unknown``.
     errors: Dict[str, str] = field(default_factory=dict)
@@ -162,7 +174,7 @@ def _code(err: BaseException) -> Optional[int]:
     return getattr(err, "value", None)
 
 
-def _gather_one(nvml: Any, index: int) -> GpuSnapshot:
+def _gather_one(nvml: Any, index: int, extended: bool = False) -> GpuSnapshot:
     """All NVML reads for one GPU. Runs in a deadline thread."""
     values: Dict[str, Any] = {"index": index}
     errors: Dict[str, str] = {}
@@ -205,6 +217,8 @@ def _gather_one(nvml: Any, index: int) -> GpuSnapshot:
         # (corrected rows, uncorrected rows, is pending, failure occurred)
         values["remap_pending"] = bool(rows[2])
         values["remap_failure"] = bool(rows[3])
+        values["remapped_rows_correctable"] = int(rows[0])
+        values["remapped_rows_uncorrectable"] = int(rows[1])
     values["temperature_c"] = read("temperature", nvml.nvmlDeviceGetTemperature, nvml.NVML_TEMPERATURE_GPU)
     values["pcie_gen"] = read("pcie", nvml.nvmlDeviceGetCurrPcieLinkGeneration)
     values["pcie_width"] = read("pcie", nvml.nvmlDeviceGetCurrPcieLinkWidth)
@@ -226,16 +240,65 @@ def _gather_one(nvml: Any, index: int) -> GpuSnapshot:
     if broken:
         return GpuSnapshot(index=index, pci_bus_id=values.get("pci_bus_id", ""), name=values.get("name", ""),
                            lost=True, broken_error=broken[0])
+    if extended:
+        values.update(_extended(nvml, handle))
     return GpuSnapshot(errors=errors, **values)
 
 
+# nvml.h: NVML_CLOCK_SM, nvmlPageRetirementCause_t, nvmlNvLinkErrorCounter_t.
+CLOCK_SM = 1
+NVLINK_MAX_LINKS = 18
+NVLINK_COUNTERS = {0: "replay", 1: "recovery", 2: "crc_flit", 3: "crc_data"}
+
+
+def _extended(nvml: Any, handle: Any) -> Dict[str, Any]:
+    """Readings only telemetry uses. Any error is just "no value": they
+    judge nothing, so they can neither fail nor mark a GPU unknown."""
+
+    def quiet(fn_name: str, *args: Any) -> Any:
+        fn = getattr(nvml, fn_name, None)
+        if fn is None:  # an old binding without this call
+            return None
+        try:
+            return fn(handle, *args)
+        except Exception:  # noqa: BLE001 - NVMLError of any code, or a binding bug
+            return None
+
+    out: Dict[str, Any] = {}
+    mw = quiet("nvmlDeviceGetPowerUsage")
+    out["power_w"] = None if mw is None else round(int(mw) / 1000.0, 3)
+    out["sm_clock_mhz"] = quiet("nvmlDeviceGetClockInfo", CLOCK_SM)
+    out["ecc_corrected_aggregate"] = quiet("nvmlDeviceGetTotalEccErrors", nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED,
+                                           nvml.NVML_AGGREGATE_ECC)
+    out["ecc_uncorrected_aggregate"] = quiet("nvmlDeviceGetTotalEccErrors", nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                                             nvml.NVML_AGGREGATE_ECC)
+    for key, cause in (("retired_pages_sbe", 0), ("retired_pages_dbe", 1)):
+        pages = quiet("nvmlDeviceGetRetiredPages", cause)
+        out[key] = None if pages is None else len(pages)
+    links: Dict[str, int] = {}
+    for link in range(NVLINK_MAX_LINKS):
+        state = quiet("nvmlDeviceGetNvLinkState", link)
+        if state is None:  # past the last link, or no NVLink on this GPU
+            break
+        if not state:
+            continue
+        for code, name in NVLINK_COUNTERS.items():
+            n = quiet("nvmlDeviceGetNvLinkErrorCounter", link, code)
+            if n is not None:
+                links[name] = links.get(name, 0) + int(n)
+    out["nvlink_errors"] = links or None
+    return out
+
+
 def gather(nvml_loader: Any, timeout_s: float, total_s: Optional[float] = None,
-           init_timeout_s: Optional[float] = None) -> GpuFacts:
+           init_timeout_s: Optional[float] = None, extended: bool = False) -> GpuFacts:
     """Initialise NVML and snapshot every GPU, each call under ``timeout_s``
     (``nvmlInit`` under ``init_timeout_s``) and all of it within ``total_s``.
 
     ``nvml_loader`` returns the nvml object (it may raise ImportError when
     pynvml itself is missing: a deploy problem, reported as unknown).
+    ``extended`` adds the telemetry-only readings (power, clocks, counts,
+    NVLink); the prolog never asks for them.
     """
     start = time.monotonic()
     init_timeout = init_timeout_s if init_timeout_s is not None else timeout_s
@@ -276,7 +339,7 @@ def gather(nvml_loader: Any, timeout_s: float, total_s: Optional[float] = None,
         return GpuFacts(init_hang=True, driver_version=driver, duration_s=time.monotonic() - start)
     except nvml.NVMLError as e:
         return GpuFacts(init_error=_code(e), driver_version=driver, duration_s=time.monotonic() - start)
-    jobs = {f"gpu{i}": (lambda i=i: _gather_one(nvml, i)) for i in range(count)}
+    jobs = {f"gpu{i}": (lambda i=i: _gather_one(nvml, i, extended)) for i in range(count)}
     per_gpu, began = left(), time.monotonic()
     done = run_all(jobs, per_gpu)
     deadline_full = full(per_gpu, timeout_s, began)

@@ -32,5 +32,6 @@ def run_job_key(env: Optional[Mapping[str, str]] = None) -> str:
     hook): ``<id>`` or ``<id>.<restart count>``, as ``JobInfo.key``."""
     e = os.environ if env is None else env
     job_id = e.get("SLURM_JOB_ID") or e.get("SLURM_JOBID") or ""
-    restarts = (e.get("SLURM_JOB_RESTART_COUNT") or "0").strip()
+    # prolog/epilog see SLURM_JOB_RESTART_COUNT, the job's own tasks SLURM_RESTART_COUNT
+    restarts = (e.get("SLURM_JOB_RESTART_COUNT") or e.get("SLURM_RESTART_COUNT") or "0").strip()
     return f"{job_id}.{restarts}" if job_id and restarts.isdigit() and int(restarts) else job_id

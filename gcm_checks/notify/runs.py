@@ -111,7 +111,8 @@ def notify_run(
         settings = config.load()
     ns = NotifySettings.coerce(settings)
     slurm = payload.get("slurm") or {}
-    restarts = (env.get("SLURM_JOB_RESTART_COUNT") or "0").strip()
+    # prolog/epilog see SLURM_JOB_RESTART_COUNT, the job's own tasks SLURM_RESTART_COUNT
+    restarts = (env.get("SLURM_JOB_RESTART_COUNT") or env.get("SLURM_RESTART_COUNT") or "0").strip()
     job = JobInfo(
         job_id=str(slurm.get("job_id") or env.get("SLURM_JOB_ID") or "nojob"),
         restart_count=int(restarts) if restarts.isdigit() else 0,

@@ -114,6 +114,10 @@ def assemble(
         notes.append(f"gcm-run status not read: {type(e).__name__}: {e}")
     report = build.build_report(job, contribs, classification=classification, logs=logs, generated_by=node, notes=notes,
                                 now=now, run_status=run_status)
+    # gcm-run's curves, stragglers and metrics (report/progress.py).
+    from gcm_checks.report.progress import attach
+
+    attach(report, job, rs.read_timeout_s)
     paths = write_report(report, rs)
     spool.mark_assembled(rs.spool_dir, key, node, paths["report.json"])
     done = Assembled(key, report, paths, notes=notes)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Sequence
 
 from gcm_checks.run.progress import Snapshot
 from gcm_checks.run.watch import fmt_duration
@@ -45,24 +45,46 @@ def _loss_text(loss: Optional[float]) -> str:
     return f" loss {loss:.4g}"
 
 
-def format_comment(snap: Snapshot, *, state: str = "running", alert: str = "") -> str:
-    """``gcm: 40% step 4000/10000 eta 2h13m loss 0.53``"""
-    d = snap.to_dict(running=(state == "running"))
+def format_comment(snap: Snapshot, *, state: str = "running", alert: str = "", now_mono: Optional[float] = None,
+                   stalled: bool = False, stragglers: Sequence[dict] = ()) -> str:
+    """``gcm: 40% step 4000/10000 eta 2h13m loss 0.53 slow: gpu-n2 -23%``
+
+    During a stall the ETA is replaced by how long nothing has moved
+    (``STALLED 12m``): a frozen ETA on a hung job misleads.
+    """
+    d = snap.to_dict(running=(state == "running"), mono=now_mono)
     parts = [PREFIX]
     if state != "running":
         parts.append(state)
     if alert:
         parts.append(alert.upper())
+    if stalled and state == "running":
+        idle = (now_mono - snap.last_progress_mono) if now_mono is not None and snap.last_progress_mono is not None else None
+        parts.append("STALLED" + (f" {fmt_duration(idle)}" if idle is not None else ""))
     if d["percent"] is not None:
         parts.append(f"{d['percent']:.0f}%")
     if snap.step is not None:
         parts.append(f"step {int(snap.step)}" + (f"/{int(snap.total)}" if snap.total else ""))
-    if state == "running" and snap.eta_s is not None:
-        parts.append(f"eta {fmt_duration(snap.eta_s)}")
+    if state == "running" and not stalled and d["eta_s"] is not None:
+        parts.append(f"eta {fmt_duration(d['eta_s'])}")
     text = " ".join(parts) + _loss_text(snap.loss)
     if snap.step is None and snap.loss is None and snap.percent is None and state == "running" and not alert:
         text = f"{PREFIX} running, no progress seen yet"
+    slow = straggler_text(stragglers)
+    if slow:
+        text += " " + slow
     return sanitize(text)
+
+
+def straggler_text(stragglers: Sequence[dict]) -> str:
+    """``slow: gpu-n2 -23%, gpu-n7 -21%``: worst first, at most three."""
+    items = []
+    for s in sorted(stragglers, key=lambda x: x.get("ratio", 0))[:3]:
+        try:
+            items.append(f"{s['node']} {round(100 * (float(s['ratio']) - 1)):+d}%")
+        except (KeyError, TypeError, ValueError):
+            continue
+    return ("slow: " + ", ".join(items)) if items else ""
 
 
 def interval_from_env(env: Optional[Dict[str, str]] = None, default: float = DEFAULT_INTERVAL_S) -> float:

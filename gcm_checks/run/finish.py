@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Dict, Optional
+from typing import Any, Dict, Mapping, Optional
 
 from gcm_checks.run import status as st
 
-if TYPE_CHECKING:  # pragma: no cover
-    from gcm_checks.run.launcher import Wrapper
-    from gcm_checks.run.watch import Alert
+# The wrapper and its alerts are passed in, never imported: launcher imports
+# this module, and this module must not import launcher (no import circle).
+Wrapper = Any
+Alert = Any
 
 TAIL_BYTES = 64 * 1024
 NOTIFY_TIMEOUT_S = 30.0
@@ -102,6 +103,12 @@ def summary_line(report: dict) -> str:
 def finish_run(w: "Wrapper") -> None:
     from gcm_checks.run.comment import format_comment
 
+    skip = not_notifying(w.env)
+    if not skip and in_slurm_job(w.env):
+        skip = (f"inside Slurm job {w.env.get('SLURM_JOB_ID')}: gcm-run's progress goes into the job's one "
+                "report, which the epilog sends")
+    if skip:
+        w.state.notifications.append({"kind": "exit", "ok": True, "skipped": skip})
     report = build_report(w)
     rpath = st.report_path(w.opts.log_path)
     try:
@@ -110,18 +117,17 @@ def finish_run(w: "Wrapper") -> None:
     except OSError as e:
         report_ok = False
         w.state.status_error = f"report not written: {e.strerror or e}"
+    if w.stragglers is not None:
+        # Task 0's last word, where the epilog's job report reads it.
+        w.stragglers.final(report)
     if w._poster is not None:
         code = w.state.exit_code
         word = "done" if code == 0 else (f"killed {report['exit'].get('signal')}" if w.state.signal else f"exit {code}")
-        w._poster.final(format_comment(w.tracker.snap, state=word))
+        seen = w.stragglers.seen() if w.stragglers is not None else []
+        w._poster.final(format_comment(w.tracker.snap, state=word, stragglers=seen))
     # The status file is the live view; leave it in its final state too.
     w._write_status("exited")
-    policy = w.opts.notify_policy
-    skip = not_notifying(w.env)
-    if skip:
-        w.state.notifications.append({"kind": "exit", "ok": True, "skipped": skip})
-        w._write_status("exited")
-    elif should_notify(policy, run_failed(report)):
+    if not skip and should_notify(w.opts.notify_policy, run_failed(report)):
         result = deliver(w, report, kind="exit", report_file=rpath if report_ok else None)
         w.state.notifications.append(result)
         w._write_status("exited")
@@ -141,6 +147,10 @@ def not_notifying(env: Dict[str, str]) -> Optional[str]:
     must be one message, not 512 (the epilog's job report covers every node)."""
     procid = env.get("SLURM_PROCID", "0")
     return None if procid in ("", "0") else f"task {procid}: only task 0 notifies"
+
+
+def in_slurm_job(env: Mapping[str, str]) -> bool:
+    return bool(env.get("SLURM_JOB_ID"))
 
 
 def should_notify(policy: str, failed: bool) -> bool:
@@ -170,6 +180,14 @@ def notify_event(w: "Wrapper", alert: "Alert") -> None:
     payload["kind"] = "gcm-run-alert"
     payload["alert"] = alert.to_dict()
     payload["summary"] = f"{w.opts.name or os.path.basename(w.opts.argv[0])}: {alert.message}"
+    # One key per episode (notify.notification_key, event "stall-<n>"): a
+    # stall and the silence of the same hang are one episode.
+    if alert.kind in ("stalled", "silent"):
+        payload["episode"] = getattr(w, "_quiet_episodes", 1)
+        payload["event"] = f"stall-{payload['episode']}"
+    else:
+        payload["episode"] = sum(1 for a in w.state.alerts if a.kind == alert.kind)
+        payload["event"] = f"{alert.kind}-{payload['episode']}"
 
     def send() -> None:
         w.state.notifications.append(deliver(w, payload, kind=alert.kind, report_file=None))
@@ -178,18 +196,44 @@ def notify_event(w: "Wrapper", alert: "Alert") -> None:
 
 
 def default_notifier(payload: dict, kind: str) -> dict:
-    """Hand a gcm-run report or alert to ``gcm_checks.notify.notify_run``.
+    """Deliver a gcm-run exit report or alert through ``gcm_checks.notify``.
 
-    The notification module owns channels, rendering, isolation and the
-    outbox (a per-user one when the site outbox is root's); gcm-run has
-    already applied ``--notify``. Without that module the report on disk is
-    the record, and this says so.
+    The exit report is rebuilt as a job report (``run.notice.exit_report``:
+    headline, cause, evidence, budgeted log tail, progress curves); an alert
+    is a few sentences. gcm-run has already applied ``--notify``.
     """
     try:
-        from gcm_checks import notify
-    except ImportError as e:
+        from gcm_checks.run import notice
+    except ImportError as e:  # pragma: no cover - notify/report not installed
         return {"sent": False, "why": f"notification module not available ({e}); report kept on disk"}
-    fn = getattr(notify, "notify_run", None)
-    if fn is None:
-        return {"sent": False, "why": "gcm_checks.notify has no notify_run(); report kept on disk"}
-    return fn(payload, kind=kind)
+    from gcm_checks import config
+
+    env = os.environ
+    settings = config.load()
+    if kind == "exit":
+        report = notice.exit_report(payload, payload.get("classification"), env, settings)
+        job = notice.job_for_run(payload, env)
+        # The job report's own key: outside Slurm the run is the job.
+        return notice.deliver("exit", "", job, report=report, settings=settings, env=env)
+    job = alert_job(payload, env)
+    words = notice.alert_text(payload, payload.get("alert") or {})
+    event = str(payload.get("event") or f"{kind}-{payload.get('episode', 1)}")
+    return notice.deliver(kind, event, job, words=words, settings=settings, env=env)
+
+
+def alert_job(payload: Mapping[str, Any], env: Mapping[str, str]) -> Any:
+    """The job an alert is about: the Slurm job (its key: id + requeue
+    count), or the run itself outside Slurm."""
+    if not env.get("SLURM_JOB_ID"):
+        from gcm_checks.run.notice import job_for_run
+
+        return job_for_run(payload, env)
+    from gcm_checks.report.model import JobInfo
+
+    # Inside the job Slurm says SLURM_RESTART_COUNT; the prolog/epilog say
+    # SLURM_JOB_RESTART_COUNT. Either gives the key the epilog's report uses.
+    restarts = env.get("SLURM_RESTART_COUNT") or env.get("SLURM_JOB_RESTART_COUNT") or ""
+    return JobInfo(job_id=env["SLURM_JOB_ID"], user=env.get("SLURM_JOB_USER") or str(payload.get("user") or ""),
+                   name=env.get("SLURM_JOB_NAME", ""), cluster=env.get("SLURM_CLUSTER_NAME", ""),
+                   partition=env.get("SLURM_JOB_PARTITION", ""), mail_user=env.get("SLURM_JOB_MAIL_USER", ""),
+                   restart_count=int(restarts) if restarts.isdigit() else 0)

@@ -23,11 +23,12 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Optional
 
+from gcm_checks.run import guard, live
 from gcm_checks.run import status as st
+from gcm_checks.run import streams as sio
+from gcm_checks.run.options import RunOptions, RunState  # noqa: F401 - RunOptions is public here
 from gcm_checks.run.progress import ChunkScanner, Tracker
 from gcm_checks.run.watch import Alert, Watchdog
 
@@ -39,7 +40,12 @@ EXIT_SETUP = 2  # could not create the log or run record: nothing launched
 EXIT_NOT_EXECUTABLE = 126
 EXIT_NOT_FOUND = 127
 
-READ_SIZE = 1 << 16  # larger reads cost an mmap/munmap each (malloc threshold)
+# Reads go into one preallocated buffer per stream (os.readv), as big as the
+# pipe: a 1 GB burst is then ~1,000 reads, with no allocation per read, and
+# the bytes reach the terminal and the log through memoryviews, uncopied.
+# Only the newest SCAN_BYTES of a read are handed to the progress scanner.
+READ_SIZE = 1 << 20
+SCAN_BYTES = 1 << 16
 # After a small read from a pipe, wait this long before the next one so that
 # a child printing line by line is read in batches: at 10,000 lines/s that is
 # ~50 reads/s instead of 10,000, which keeps the pump under 3% of a core.
@@ -54,65 +60,20 @@ PIPE_SIZE = 1 << 20
 DRAIN_AFTER_EXIT_S = 2.0  # a grandchild holding the pipe must not keep us alive
 
 
-@dataclass
-class RunOptions:
-    argv: List[str]
-    log_path: str
-    name: str = ""
-    notify_policy: str = "on_failure"
-    stall_after_s: Optional[float] = None
-    silent_after_s: Optional[float] = None
-    kill_on_stall: bool = False
-    kill_on_nan: bool = False
-    kill_grace_s: float = 30.0
-    pty: str = "auto"  # auto | always | never
-    comment: str = "auto"  # auto | off
-    comment_interval_s: float = 60.0
-    status_interval_s: float = 2.0
-    tick_s: float = 1.0
-    out_fd: int = 1
-    err_fd: int = 2
-    env: Optional[Mapping[str, str]] = None
-    index_dir: Optional[str] = None
-    # Hooks for tests and for the lead's wiring; None = the real thing.
-    comment_sender: Optional[Callable[[str, str], None]] = None
-    notifier: Optional[Callable[[dict, str], dict]] = None
-
-
-@dataclass
-class RunState:
-    """Everything the wrapper learned; becomes the status file and the report."""
-
-    run_id: str
-    opts: RunOptions
-    started_wall: float
-    started_mono: float
-    child_pid: Optional[int] = None
-    exit_code: Optional[int] = None
-    signal: Optional[int] = None
-    launch_error: Optional[str] = None
-    signals_forwarded: List[dict] = field(default_factory=list)
-    alerts: List[Alert] = field(default_factory=list)
-    killed_by: Optional[str] = None
-    log_error: Optional[str] = None
-    terminal_error: Optional[str] = None
-    status_error: Optional[str] = None
-    comment_info: Dict[str, object] = field(default_factory=dict)
-    notifications: List[dict] = field(default_factory=list)
-    output_bytes: int = 0
-    log_lines: Optional[int] = None  # lines in the log; None if it held older runs
-    ended_wall: Optional[float] = None
-
-
 class Wrapper:
     def __init__(self, opts: RunOptions) -> None:
         self.opts = opts
         self.env: Dict[str, str] = dict(os.environ if opts.env is None else opts.env)
         now_w, now_m = time.time(), time.monotonic()
-        self.state = RunState(run_id=_run_id(self.env), opts=opts, started_wall=now_w, started_mono=now_m)
+        self.state = RunState(run_id=live.run_id(self.env), opts=opts, started_wall=now_w, started_mono=now_m)
+        self.user = live.user_name(self.env)
         self.tracker = Tracker()
-        self.scanner = ChunkScanner(self.tracker)
-        self.watchdog = Watchdog(opts.stall_after_s, opts.silent_after_s, now_m)
+        # One line buffer per stream: a loss dict on stdout must never be
+        # glued to half a progress bar on stderr.
+        self.scanners: Dict[int, ChunkScanner] = {}
+        self.watchdog = Watchdog(opts.stall_after_s, opts.silent_after_s, now_m, auto=opts.stall_auto)
+        self.stragglers = None
+        self.sentinel: Optional[guard.Sentinel] = None
         self.log_fd: Optional[int] = None
         self.status_file = st.status_path(opts.log_path)
         self.index_entry: Optional[str] = None
@@ -124,14 +85,18 @@ class Wrapper:
         self._kill_at: Optional[float] = None
         self._last_status_mono = 0.0
         self._dirty = True
+        self._quiet_episode = False
 
     # ------------------------------------------------------------ public
 
     def run(self) -> int:
         err = self._prepare()
         if err:
-            _say(self.opts.err_fd, f"gcm-run: {err}; nothing was launched\n")
+            sio.say(self.opts.err_fd, f"gcm-run: {err}; nothing was launched\n")
             return EXIT_SETUP
+        # Before any thread exists (the comment poster starts after launch).
+        self.sentinel = guard.Sentinel()
+        self._old_subreaper = guard.become_subreaper()
         self._install_signal_handlers()
         try:
             code = self._launch_and_pump()
@@ -218,7 +183,7 @@ class Wrapper:
 
     def _on_winch(self, signum: int, frame: object) -> None:
         for master, ours in getattr(self, "_ptys", {}).items():
-            _copy_winsize(ours, master)
+            sio.copy_winsize(ours, master)
         if self.proc is not None and not self._reaped:
             try:
                 os.killpg(self.proc.pid, signal.SIGWINCH)
@@ -235,19 +200,19 @@ class Wrapper:
         child: List[int] = []
         ptys: Dict[int, int] = {}
         for ours in (self.opts.out_fd, self.opts.err_fd):
-            use_pty = want == "always" or (want == "auto" and _isatty(ours))
+            use_pty = want == "always" or (want == "auto" and sio.isatty(ours))
             if use_pty:
                 # A terminal for a terminal: tqdm and friends then draw their
                 # carriage-return bars exactly as they would without us.
                 master, slave = os.openpty()
-                _raw_output(slave)
-                _copy_winsize(ours, slave)
+                sio.raw_output(slave)
+                sio.copy_winsize(ours, slave)
                 ptys[master] = ours
                 readers[master] = ours
                 child.append(slave)
             else:
                 r, w = os.pipe()
-                _grow_pipe(r)
+                sio.grow_pipe(r)
                 readers[r] = ours
                 child.append(w)
         for fd in list(readers):
@@ -265,16 +230,19 @@ class Wrapper:
                 env=self._child_env(),
                 start_new_session=True,
                 close_fds=True,
-                preexec_fn=_die_with_parent(),
+                preexec_fn=guard.die_with_parent_hook(),
             )
         except OSError as e:
             for fd in child_fds + list(readers):
-                _close(fd)
+                sio.close_fd(fd)
             return self._launch_failed(e)
         finally:
             for fd in child_fds:
-                _close(fd)
+                sio.close_fd(fd)
         self.state.child_pid = self.proc.pid
+        if self.sentinel is not None:
+            self.sentinel.watch_group(self.proc.pid)
+        self._start_stragglers()
         self._write_status("running")
         self._start_comment_poster()
         for sig in self._pending_signals:
@@ -292,7 +260,7 @@ class Wrapper:
                 os.fsync(self.log_fd)
             except OSError:
                 pass
-        _say(self.opts.err_fd, why)
+        sio.say(self.opts.err_fd, why)
         self.state.exit_code = code
         return code
 
@@ -302,10 +270,17 @@ class Wrapper:
         drain_until: Optional[float] = None
         next_tick = time.monotonic() + opts.tick_s
         dead_outputs: set = set()
+        bufs: Dict[int, bytearray] = {}
+        next_poll = 0.0
+        busy = False
         while True:
             now = time.monotonic()
-            if drain_until is None and self._poll_child():
-                drain_until = now + DRAIN_AFTER_EXIT_S
+            # While output streams in, ask about the child every 50 ms, not
+            # per read: a waitpid per 4 KiB pty read showed in the burst figures.
+            if drain_until is None and (not busy or now >= next_poll):
+                next_poll = now + 0.05
+                if self._poll_child():
+                    drain_until = now + DRAIN_AFTER_EXIT_S
             if drain_until is not None and (not readers or now >= drain_until):
                 break
             timeout = max(0.0, next_tick - now)
@@ -322,28 +297,39 @@ class Wrapper:
                 ready = []
             got = 0
             for fd in ready:
+                buf = bufs.get(fd)
+                if buf is None:
+                    buf = bufs[fd] = bytearray(READ_SIZE)
                 try:
-                    data = os.read(fd, READ_SIZE)
+                    n = os.readv(fd, [buf])
                 except OSError as e:
                     # EIO is how a pty says "the other side closed".
                     if e.errno not in (errno.EIO, errno.EBADF):
                         raise
-                    data = b""
-                if not data:
-                    _close(fd)
+                    n = 0
+                if not n:
+                    sio.close_fd(fd)
                     del readers[fd]
                     continue
+                data = memoryview(buf)[:n]
                 dest = readers[fd]
-                if dest not in dead_outputs and not _write_all(dest, data):
+                if dest not in dead_outputs and not sio.write_all(dest, data):
                     dead_outputs.add(dest)
                     self.state.terminal_error = f"fd {dest} closed; output continues to the log only"
                 self._log_write(data)
-                self.state.output_bytes += len(data)
+                self.state.output_bytes += n
                 if self.state.log_lines is not None:
-                    self.state.log_lines += data.count(b"\n")
-                self._guard(self.scanner.feed, data, time.monotonic(), time.time())
+                    self.state.log_lines += buf.count(b"\n", 0, n)
+                sc = self.scanners.get(fd)
+                if sc is None:
+                    sc = self.scanners[fd] = ChunkScanner(self.tracker)
+                if n <= SCAN_BYTES:
+                    self._guard(sc.feed, bytes(data), time.monotonic(), time.time())
+                else:  # a flood: the newest part holds the news (see ChunkScanner)
+                    self._guard(sc.feed, bytes(data[n - SCAN_BYTES:]), time.monotonic(), time.time(), True)
                 self._dirty = True
-                got += len(data) if fd not in self._ptys else COALESCE_BELOW
+                got += n if fd not in self._ptys else COALESCE_BELOW
+            busy = got > 0
             if 0 < got < COALESCE_BELOW and drain_until is None:
                 time.sleep(COALESCE_S)
             now = time.monotonic()
@@ -351,8 +337,9 @@ class Wrapper:
                 self._guard(self._tick, now)
                 next_tick = now + opts.tick_s
         for fd in list(readers):
-            _close(fd)
-        self._guard(self.scanner.flush, time.monotonic(), time.time())
+            sio.close_fd(fd)
+        for sc in self.scanners.values():
+            self._guard(sc.flush, time.monotonic(), time.time())
         # A NaN printed just before exit, or a stall that ended with the last
         # line, must still reach the report: judge once more. These alerts go
         # out with the exit report, not as separate notices.
@@ -390,7 +377,7 @@ class Wrapper:
             return True
         return False
 
-    def _log_write(self, data: bytes) -> None:
+    def _log_write(self, data: "bytes | memoryview") -> None:
         if self.log_fd is None or self.state.log_error:
             return
         try:
@@ -406,19 +393,29 @@ class Wrapper:
 
     def _tick(self, now: float) -> None:
         wall = time.time()
+        for sc in self.scanners.values():
+            sc.poll(now, wall)
         snap = self.tracker.snap
         for alert in self.watchdog.check(snap, now, wall):
             self._on_alert(alert)
+        if not (self.watchdog.stalled or self.watchdog.silent):
+            self._quiet_episode = False  # the next stall or silence is a new episode
         if self._kill_at is not None and now >= self._kill_at and not self._reaped:
             self._kill_at = None
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)  # type: ignore[union-attr]
             except OSError:
                 pass
+        if self.stragglers is not None:
+            self.stragglers.tick(snap, now, wall, self.tracker.done)
+        if self.sentinel is not None and self.proc is not None:
+            self.sentinel.watch_pids(guard.adopted_children(self.proc.pid))
         if self._poster is not None:
             from gcm_checks.run.comment import format_comment
 
-            self._poster.offer(format_comment(snap, alert=self._current_alert()))
+            slow = self.stragglers.current() if self.stragglers is not None else []
+            self._poster.offer(format_comment(snap, alert=self._current_alert(), now_mono=now,
+                                              stalled=self.watchdog.stalled, stragglers=slow))
         if self._dirty and now - self._last_status_mono >= self.opts.status_interval_s:
             self._write_status("running")
 
@@ -426,97 +423,34 @@ class Wrapper:
         if self.watchdog.diverged:
             return "nan loss"
         if self.watchdog.stalled:
-            return "stalled"
+            return ""  # format_comment says "STALLED 12m" itself
         if self.watchdog.silent:
             return "silent"
         return ""
 
     def _on_alert(self, alert: Alert) -> None:
-        self.state.alerts.append(alert)
-        self._dirty = True
-        kill = (alert.kind == "stalled" and self.opts.kill_on_stall) or (
-            alert.kind == "diverged" and self.opts.kill_on_nan
-        ) or (alert.kind == "silent" and self.opts.kill_on_stall)
-        if alert.kind != "resumed":
-            from gcm_checks.run.finish import notify_event
+        from gcm_checks.run.sides import on_alert
 
-            notify_event(self, alert)
-        if kill and self.state.killed_by is None and self.proc is not None and not self._reaped:
-            self.state.killed_by = alert.kind
-            note = f"\n[gcm-run] {alert.message}; ending the job (SIGTERM, SIGKILL after {self.opts.kill_grace_s:.0f}s)\n"
-            self._log_write(note.encode())
-            _say(self.opts.err_fd, note)
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            except OSError:
-                pass
-            self._kill_at = time.monotonic() + self.opts.kill_grace_s
+        on_alert(self, alert)
 
     def _start_comment_poster(self) -> None:
-        from gcm_checks.run import comment as cm
+        from gcm_checks.run.sides import start_comment_poster
 
-        info = self.state.comment_info
-        if self.opts.comment == "off":
-            info["enabled"], info["why_not"] = False, "disabled (--no-comment)"
-            return
-        ok, why = cm.should_comment(self.env)
-        if not ok:
-            info["enabled"], info["why_not"] = False, why
-            return
-        send = self.opts.comment_sender
-        if send is None:
-            try:
-                send = cm.slurm_sender()
-            except Exception as e:  # noqa: BLE001 - no Slurm module/binary: no comment, job goes on
-                info["enabled"], info["why_not"] = False, f"slurm backend unavailable: {e}"
-                return
-        info["enabled"] = True
-        info["job_id"] = self.env["SLURM_JOB_ID"]
-        info["interval_s"] = self.opts.comment_interval_s
-        self._poster = cm.CommentPoster(self.env["SLURM_JOB_ID"], send, self.opts.comment_interval_s)
+        start_comment_poster(self)
 
     # ------------------------------------------------------------ status
 
     def status_dict(self, state: str) -> dict:
-        s = self.state
-        o = self.opts
-        running = state in ("starting", "running")
-        return {
-            "schema": st.SCHEMA,
-            "kind": "gcm-run",
-            "run_id": s.run_id,
-            "name": o.name,
-            "state": state,
-            "host": st.host(),
-            "user": self.env.get("USER") or self.env.get("LOGNAME") or str(os.getuid()),
-            "wrapper_pid": os.getpid(),
-            "child_pid": s.child_pid,
-            "argv": list(o.argv),
-            "cwd": os.getcwd(),
-            "log": os.path.abspath(o.log_path),
-            "started_at": st.iso(s.started_wall),
-            "started_ts": s.started_wall,
-            "updated_at": st.iso(time.time()),
-            "updated_ts": time.time(),
-            "ended_at": st.iso(s.ended_wall),
-            "elapsed_s": round((s.ended_wall or time.time()) - s.started_wall, 1),
-            "slurm": {k: self.env.get(v) for k, v in (("job_id", "SLURM_JOB_ID"), ("step_id", "SLURM_STEP_ID"),
-                                                         ("procid", "SLURM_PROCID"), ("job_name", "SLURM_JOB_NAME"))},
-            "progress": self.tracker.snap.to_dict(running=running),
-            "alerts": [a.to_dict() for a in s.alerts],
-            "signals_forwarded": list(s.signals_forwarded),
-            "killed_by": s.killed_by,
-            "exit": None if running else {"code": s.exit_code, "signal": _signame(s.signal),
-                                          "signal_number": s.signal, "launch_error": s.launch_error},
-            "output_bytes": s.output_bytes,
-            "notifications": list(s.notifications),
-            "problems": [p for p in (s.log_error, s.terminal_error, s.status_error) if p],
-            "comment": dict(s.comment_info, **({"last_error": self._poster.last_error, "sent": self._poster.sent}
-                                               if self._poster else {})),
-            "settings": {"stall_after_s": o.stall_after_s, "silent_after_s": o.silent_after_s,
-                         "kill_on_stall": o.kill_on_stall, "kill_on_nan": o.kill_on_nan,
-                         "notify": o.notify_policy},
-        }
+        return live.status_dict(self, state)
+
+    def _start_stragglers(self) -> None:
+        from gcm_checks.run import stragglers
+
+        try:
+            self.stragglers = stragglers.from_wrapper(self)
+        except Exception as e:  # noqa: BLE001 - a side channel never stops the job
+            self.state.status_error = f"straggler check off: {type(e).__name__}: {e}"
+            self.stragglers = None
 
     def _write_status(self, state: str, durable: bool = False) -> None:
         data = self.status_dict(state)
@@ -541,124 +475,18 @@ class Wrapper:
         try:
             finish_run(self)
         except Exception as e:  # noqa: BLE001 - our bug must not change the job's exit status
-            _say(self.opts.err_fd, f"gcm-run: internal error while writing the run report: {type(e).__name__}: {e}\n")
+            sio.say(self.opts.err_fd, f"gcm-run: internal error while writing the run report: {type(e).__name__}: {e}\n")
         finally:
             if self.log_fd is not None:
-                _close(self.log_fd)
+                sio.close_fd(self.log_fd)
                 self.log_fd = None
             st.unregister_run(self.index_entry)
+            if self.stragglers is not None:
+                self.stragglers.close()
+            if self.sentinel is not None:
+                self.sentinel.release()
+            guard.restore_subreaper(getattr(self, "_old_subreaper", None))
         return code
-
-
-# ---------------------------------------------------------------- helpers
-
-
-def _run_id(env: Mapping[str, str]) -> str:
-    job = env.get("SLURM_JOB_ID")
-    base = f"{st.host()}-{os.getpid()}"
-    if job:
-        base = f"job{job}.{env.get('SLURM_STEP_ID', 'x')}.{env.get('SLURM_PROCID', '0')}-{base}"
-    return f"{base}-{uuid.uuid4().hex[:6]}"
-
-
-def _signame(sig: Optional[int]) -> Optional[str]:
-    if not sig:
-        return None
-    try:
-        return signal.Signals(sig).name
-    except ValueError:
-        return f"SIG{sig}"
-
-
-def _isatty(fd: int) -> bool:
-    try:
-        return os.isatty(fd)
-    except OSError:
-        return False
-
-
-def _raw_output(fd: int) -> None:
-    """Turn off output post-processing on the pty, so the log gets the bytes
-    the program wrote (no ``\\n`` -> ``\\r\\n``); our own terminal still adds
-    its ``\\r`` when we write to it."""
-    import termios
-
-    try:
-        attrs = termios.tcgetattr(fd)
-        attrs[1] &= ~termios.OPOST
-        termios.tcsetattr(fd, termios.TCSANOW, attrs)
-    except termios.error:
-        pass
-
-
-def _copy_winsize(src: int, dst: int) -> None:
-    import fcntl
-    import termios
-
-    try:
-        ws = fcntl.ioctl(src, termios.TIOCGWINSZ, b"\0" * 8)
-        fcntl.ioctl(dst, termios.TIOCSWINSZ, ws)
-    except OSError:
-        pass
-
-
-def _grow_pipe(fd: int) -> None:
-    """Best effort: a 1 MiB pipe (Linux F_SETPIPE_SZ; capped by
-    /proc/sys/fs/pipe-max-size for unprivileged users)."""
-    import fcntl
-
-    try:
-        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_SIZE)
-    except OSError:
-        pass
-
-
-def _die_with_parent() -> Optional[Callable[[], None]]:
-    """A pre-exec hook that makes the child get SIGTERM if the wrapper is
-    killed -9, so a training run is never left orphaned outside Slurm's reach.
-    libc is loaded here, in the parent: nothing may be imported after fork."""
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except Exception:  # noqa: BLE001 - best effort (non-Linux, no libc)
-        return None
-    PR_SET_PDEATHSIG = 1
-    sig = int(signal.SIGTERM)
-
-    def hook() -> None:
-        prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
-
-    return hook
-
-
-def _write_all(fd: int, data: bytes) -> bool:
-    """Write everything; False if the destination is gone (closed pipe,
-    hung-up terminal). Never raises: the job outlives its terminal."""
-    view = memoryview(data)
-    while view:
-        try:
-            n = os.write(fd, view)
-        except BlockingIOError:
-            select.select([], [fd], [], 1.0)
-            continue
-        except InterruptedError:
-            continue
-        except OSError:
-            return False
-        view = view[n:]
-    return True
-
-
-def _say(fd: int, text: str) -> None:
-    _write_all(fd, text.encode("utf-8", "replace"))
-
-
-def _close(fd: int) -> None:
-    try:
-        os.close(fd)
-    except OSError:
-        pass
 
 
 def run_wrapped(opts: RunOptions) -> int:

@@ -44,33 +44,58 @@ def where(snap: Snapshot) -> str:
     return f" at step {fmt_count(snap.step)}"
 
 
-class Watchdog:
-    """``stall_after``: no step advance for that long (armed by the first step).
-    ``silent_after``: no output at all for that long (armed from the start).
-    None disables either."""
+# Without --stall-after, a stall is judged from the job's own pace once the
+# step counter has moved AUTO_MIN_STEPS times: no advance for AUTO_STEP_FACTOR
+# typical steps, and never sooner than AUTO_MIN_S (a checkpoint save or an
+# eval pass is a pause, not a hang; NCCL's own timeout is 10-30 minutes).
+AUTO_MIN_STEPS = 5
+AUTO_STEP_FACTOR = 20.0
+AUTO_MIN_S = 1200.0
 
-    def __init__(self, stall_after: Optional[float], silent_after: Optional[float], start_mono: float) -> None:
+
+class Watchdog:
+    """``stall_after``: no step advance for that long (armed by the first step),
+    whatever else the program prints: a hung job that keeps logging heartbeat
+    lines is stalled. ``auto``: with no ``stall_after``, judge from the step
+    rate (see AUTO_*). ``silent_after``: no output at all for that long
+    (armed from the start). None disables either."""
+
+    def __init__(self, stall_after: Optional[float], silent_after: Optional[float], start_mono: float,
+                 auto: bool = False) -> None:
         self.stall_after = stall_after
+        self.auto = auto
         self.silent_after = silent_after
         self.start_mono = start_mono
         self.stalled = False
         self.silent = False
         self.diverged = False
 
+    def stall_limit(self, snap: Snapshot) -> Optional[float]:
+        if self.stall_after is not None:
+            return self.stall_after
+        if not self.auto or snap.steps_seen < AUTO_MIN_STEPS:
+            return None
+        return max(AUTO_MIN_S, AUTO_STEP_FACTOR * (snap.step_time_s or 0.0))
+
     def check(self, snap: Snapshot, mono: float, wall: float) -> List[Alert]:
         out: List[Alert] = []
-        if self.stall_after is not None and snap.last_progress_mono is not None:
+        limit = self.stall_limit(snap)
+        if limit is not None and snap.last_progress_mono is not None:
             idle = mono - snap.last_progress_mono
-            if idle >= self.stall_after and not self.stalled:
+            if idle >= limit and not self.stalled:
                 self.stalled = True
+                talking = snap.last_output_mono is not None and mono - snap.last_output_mono < idle / 2
+                rate = f"; it was doing a step every {fmt_duration(snap.step_time_s)}" if snap.step_time_s else ""
                 out.append(Alert(
                     "stalled",
-                    f"stalled since {clock_hhmm(snap.last_progress_wall)}{where(snap)}"
-                    f" (no progress for {fmt_duration(idle)})",
+                    f"stalled since {clock_hhmm(snap.last_progress_wall)}{where(snap)}:"
+                    f" no step for {fmt_duration(idle)}{rate}"
+                    + ("; the program still prints output, but the step counter does not move" if talking else ""),
                     wall,
-                    {"since": snap.last_progress_wall, "step": snap.step, "total": snap.total, "idle_s": round(idle, 1)},
+                    {"since": snap.last_progress_wall, "step": snap.step, "total": snap.total, "idle_s": round(idle, 1),
+                     "limit_s": round(limit, 1), "still_printing": talking},
                 ))
-            elif idle < self.stall_after and self.stalled:
+            elif idle < limit and self.stalled:
                 self.stalled = False
                 out.append(Alert("resumed", f"progress resumed{where(snap)}", wall, {"step": snap.step}))
         if self.silent_after is not None:

@@ -61,6 +61,11 @@ _FIELD_OF = {
     "nvmlDeviceGetCurrentClocksEventReasons": "throttle",
     "nvmlDeviceGetPersistenceMode": "persistence_mode",
     "nvmlDeviceGetComputeRunningProcesses": "processes",
+    "nvmlDeviceGetPowerUsage": "power",
+    "nvmlDeviceGetClockInfo": "clocks",
+    "nvmlDeviceGetRetiredPages": "retired_pages",
+    "nvmlDeviceGetNvLinkState": "nvlink",
+    "nvmlDeviceGetNvLinkErrorCounter": "nvlink",
 }
 
 
@@ -72,6 +77,7 @@ class FakeNvml:
     NVML_VOLATILE_ECC = 0
     NVML_AGGREGATE_ECC = 1
     NVML_TEMPERATURE_GPU = 0
+    NVML_CLOCK_SM = 1
     NVML_FEATURE_DISABLED = 0
     NVML_FEATURE_ENABLED = 1
 
@@ -161,6 +167,10 @@ class FakeNvml:
         gpu = self._device_call("nvmlDeviceGetTotalEccErrors", h)
         if error_type == self.NVML_MEMORY_ERROR_TYPE_UNCORRECTED and counter_type == self.NVML_VOLATILE_ECC:
             return int(gpu.get("ecc_uncorrected_volatile", 0))
+        if counter_type == self.NVML_AGGREGATE_ECC:
+            key = "ecc_uncorrected_aggregate" if error_type == self.NVML_MEMORY_ERROR_TYPE_UNCORRECTED else "ecc_corrected_aggregate"
+            if key in gpu:
+                return int(gpu[key])
         return int(gpu.get("ecc_other", 0))
 
     def nvmlDeviceGetRetiredPagesPendingStatus(self, h: Any) -> int:
@@ -202,6 +212,12 @@ class FakeNvml:
     def nvmlDeviceGetCurrentClocksEventReasons(self, h: Any) -> int:
         return self.nvmlDeviceGetCurrentClocksThrottleReasons(h)
 
+    def nvmlDeviceGetClockInfo(self, h: Any, clock_type: int) -> int:
+        return int(self._device_call("nvmlDeviceGetClockInfo", h).get("sm_clock_mhz", 1980))
+
+    def nvmlDeviceGetPowerUsage(self, h: Any) -> int:
+        return int(1000 * float(self._device_call("nvmlDeviceGetPowerUsage", h).get("power_w", 300)))  # milliwatts
+
     def nvmlDeviceGetPersistenceMode(self, h: Any) -> int:
         gpu = self._device_call("nvmlDeviceGetPersistenceMode", h)
         return self.NVML_FEATURE_ENABLED if gpu.get("persistence_mode", True) else self.NVML_FEATURE_DISABLED
@@ -210,6 +226,30 @@ class FakeNvml:
         gpu = self._device_call("nvmlDeviceGetComputeRunningProcesses", h)
         return [SimpleNamespace(pid=int(p["pid"]), usedGpuMemory=int(p.get("used_memory_mib", 0)) * 1024 * 1024)
                 for p in gpu.get("processes") or ()]
+
+    # -- telemetry-only readings (health/epilog) ------------------------
+    def nvmlDeviceGetPowerUsage(self, h: Any) -> int:
+        return int(float(self._device_call("nvmlDeviceGetPowerUsage", h).get("power_w", 120.0)) * 1000)  # mW
+
+    def nvmlDeviceGetClockInfo(self, h: Any, clock_type: int) -> int:
+        return int(self._device_call("nvmlDeviceGetClockInfo", h).get("sm_clock_mhz", 1980))
+
+    def nvmlDeviceGetRetiredPages(self, h: Any, cause: int) -> list:
+        rp = self._device_call("nvmlDeviceGetRetiredPages", h).get("retired_pages") or {}
+        n = int(rp.get("double_bit" if cause == 1 else "single_bit", 0))
+        return [0x1000 * (i + 1) for i in range(n)]  # page addresses
+
+    def nvmlDeviceGetNvLinkState(self, h: Any, link: int) -> int:
+        nv = self._device_call("nvmlDeviceGetNvLinkState", h).get("nvlink") or {}
+        if link >= int(nv.get("links", 18)):
+            self._raise(2)  # NVML_ERROR_INVALID_ARGUMENT past the last link
+        return self.NVML_FEATURE_DISABLED if link in (nv.get("down") or ()) else self.NVML_FEATURE_ENABLED
+
+    def nvmlDeviceGetNvLinkErrorCounter(self, h: Any, link: int, counter: int) -> int:
+        nv = self._device_call("nvmlDeviceGetNvLinkErrorCounter", h).get("nvlink") or {}
+        name = {0: "replay", 1: "recovery", 2: "crc_flit", 3: "crc_data"}.get(counter, "")
+        # Scenario totals per GPU land on link 0, so sums over links match them.
+        return int((nv.get("errors") or {}).get(name, 0)) if link == 0 else 0
 
     def nvmlSystemGetProcessName(self, pid: int) -> str:
         for gpu in self._gpus:

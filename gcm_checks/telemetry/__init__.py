@@ -9,7 +9,13 @@ Wiring (prolog, epilog, health, qualify)::
 
     from gcm_checks import telemetry
     telemetry.export(results, settings, mode="epilog", node=node, job_id=job_id,
-                     xids=xid_events, drained=drain_outcome_is_ours)
+                     xids=xid_events, drained=drain_outcome_is_ours, duration_s=...,
+                     gpu_facts=ctx.facts.get("gpu"), ib_snapshot=...)
+
+``gpu_facts`` / ``ib_snapshot`` add the hardware series (health and epilog);
+``job_gpus`` (SLURM_JOB_GPUS) makes the prolog write ``gcm_job_info`` and the
+epilog remove it. ``log_events`` adds OTLP log records (job reports, drains)
+to the non-passing results.
 """
 
 from __future__ import annotations
@@ -30,6 +36,11 @@ def export(
     when: Optional[float] = None,
     log: Any = None,
     sinks: Optional[Iterable[str]] = None,
+    duration_s: Optional[float] = None,
+    gpu_facts: Any = None,
+    ib_snapshot: Any = None,
+    job_gpus: Optional[str] = None,
+    log_events: Iterable[Any] = (),
     gauges: Optional[Dict[str, float]] = None,
 ) -> Dict[str, str]:
     """Send one run to every configured sink (or only those named in
@@ -41,10 +52,13 @@ def export(
         endpoint = settings.get("telemetry.otlp_endpoint") if "otlp" in allowed else None
         if not textfile_dir and not endpoint:
             return outcome
-        from gcm_checks.telemetry.model import build
+        from gcm_checks.telemetry.model import build, job_gpus as parse_gpus
 
         samples, events = build(list(results), mode=mode, node=node, when=when if when is not None else time.time(),
-                                job_id=job_id, xids=xids, drained=drained)
+                                job_id=job_id, xids=xids, drained=drained, duration_s=duration_s,
+                                gpu_facts=gpu_facts, ib_snapshot=ib_snapshot, job_gpu_list=parse_gpus(job_gpus))
+        events = list(events) + list(log_events)
+        groups = ["run"] + (["gpu"] if gpu_facts is not None else []) + (["ib"] if ib_snapshot is not None else [])
         from gcm_checks.telemetry.model import Sample
 
         # Decision gauges (gcm_config_error, gcm_would_drain): what the admin
@@ -58,7 +72,9 @@ def export(
         try:
             from gcm_checks.telemetry import prometheus
 
-            prometheus.write(str(textfile_dir), mode, samples)
+            prometheus.write(str(textfile_dir), mode, samples, groups=groups, job_id=job_id)
+            if mode == "epilog" and job_id:
+                prometheus.remove_job(str(textfile_dir), job_id)
             outcome["prometheus"] = "ok"
         except Exception as e:  # noqa: BLE001
             outcome["prometheus"] = f"error: {type(e).__name__}: {e}"

@@ -1,11 +1,14 @@
 """Prometheus textfile-collector sink.
 
 node_exporter's ``--collector.textfile.directory`` reads every ``*.prom`` file
-in a directory on each scrape. We write one file per mode
-(``gcm_checks_prolog.prom``, ``..._epilog.prom``, ...) so a prolog does not
-erase what the last health run said, and we write it atomically: node_exporter
-must never scrape half a file (it would drop the whole file and log an error),
-and the temporary name does not end in ``.prom`` so it is never read.
+in a directory on each scrape and rejects a series found twice. Each series
+belongs to exactly one file (``Metric.file`` in the model): one file per mode
+for run results (``gcm_checks_prolog.prom``, ...) so a prolog does not erase
+what the last health run said, one for the drain state, one each for GPU and
+IB readings, one per running job for ``gcm_job_info``. A file is always
+rewritten whole, atomically: node_exporter must never scrape half a file (it
+would drop the whole file and log an error), and the temporary name does not
+end in ``.prom`` so it is never read.
 
 Format: Prometheus text exposition format 0.0.4, rendered here by hand (no
 client library on the prolog path, rule 7); the tests parse it back with
@@ -17,9 +20,9 @@ from __future__ import annotations
 import math
 import os
 import re
-from typing import Dict, Iterable, List
+from typing import Dict, Iterable, List, Optional
 
-from gcm_checks.telemetry.model import HELP, Sample
+from gcm_checks.telemetry.model import HELP, Sample, spec
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -46,6 +49,8 @@ def render(samples: Iterable[Sample]) -> str:
     for s in samples:
         by_name.setdefault(s.name, []).append(s)
     lines: List[str] = []
+    if not by_name:
+        return ""
     for name, group in by_name.items():
         lines.append(f"# HELP {name} {HELP.get(name, name)}")
         lines.append(f"# TYPE {name} gauge")
@@ -55,13 +60,42 @@ def render(samples: Iterable[Sample]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def file_for(directory: str, mode: str) -> str:
-    safe = re.sub(r"[^A-Za-z0-9_]", "_", mode) or "run"
-    return os.path.join(directory, f"gcm_checks_{safe}.prom")
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", text or "") or "_"
 
 
-def write(directory: str, mode: str, samples: Iterable[Sample]) -> str:
+def file_for(directory: str, mode: str, group: str = "run", job_id: Optional[str] = None) -> str:
+    """The one textfile a group of series lives in."""
+    if group == "run":
+        name = f"gcm_checks_{_safe(mode)}.prom"
+    elif group == "job":
+        name = f"gcm_checks_job_{_safe(str(job_id))}.prom"
+    else:
+        name = f"gcm_checks_{group}.prom"
+    return os.path.join(directory, name)
+
+
+def write(directory: str, mode: str, samples: Iterable[Sample], *, groups: Iterable[str] = ("run",),
+          job_id: Optional[str] = None) -> List[str]:
+    """Rewrite the file of each group in ``groups`` (empty when no sample
+    belongs to it: a reading that went away must not stay graphed)."""
     from gcm_checks.safeio import atomic_write
 
-    path = file_for(os.path.expanduser(directory), mode)
-    return atomic_write(path, render(samples).encode("utf-8"), mode=0o644)
+    directory = os.path.expanduser(directory)
+    by_group: Dict[str, List[Sample]] = {g: [] for g in groups}
+    for s in samples:
+        by_group.setdefault(spec(s.name).file, []).append(s)
+    written = []
+    for group, group_samples in by_group.items():
+        path = file_for(directory, mode, group, job_id)
+        text = render(group_samples) if group_samples else ""
+        written.append(atomic_write(path, text.encode("utf-8"), mode=0o644))
+    return written
+
+
+def remove_job(directory: str, job_id: str) -> None:
+    """The job ended: its gcm_job_info series go with it."""
+    try:
+        os.unlink(file_for(os.path.expanduser(directory), "", "job", job_id))
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,73 @@
+"""The wrapper's side channels while the job runs: alerts and the job comment.
+
+Functions over the wrapper (passed in, never imported: no import circle
+with ``launcher``). Nothing here may raise into the pump or change the exit
+status.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+from gcm_checks.run.streams import say
+
+
+def on_alert(w: Any, alert: Any) -> None:
+    w.state.alerts.append(alert)
+    w._dirty = True
+    kill = (alert.kind == "stalled" and w.opts.kill_on_stall) or (
+        alert.kind == "diverged" and w.opts.kill_on_nan
+    ) or (alert.kind == "silent" and w.opts.kill_on_stall)
+    if alert.kind in ("stalled", "silent"):
+        # A hung job is usually both stalled and silent: one episode, one
+        # message (issue 13: one stall sent 2 alert mails). The launcher
+        # ends the episode when neither holds any more.
+        if not w._quiet_episode:
+            w._quiet_episode = True
+            w._quiet_episodes = getattr(w, "_quiet_episodes", 0) + 1
+            _notify(w, alert)
+    elif alert.kind != "resumed":
+        _notify(w, alert)
+    if kill and w.state.killed_by is None and w.proc is not None and not w._reaped:
+        w.state.killed_by = alert.kind
+        note = f"\n[gcm-run] {alert.message}; ending the job (SIGTERM, SIGKILL after {w.opts.kill_grace_s:.0f}s)\n"
+        w._log_write(note.encode())
+        say(w.opts.err_fd, note)
+        try:
+            os.killpg(w.proc.pid, signal.SIGTERM)
+        except OSError:
+            pass
+        w._kill_at = time.monotonic() + w.opts.kill_grace_s
+
+
+def _notify(w: Any, alert: Any) -> None:
+    from gcm_checks.run.finish import notify_event
+
+    notify_event(w, alert)
+
+
+def start_comment_poster(w: Any) -> None:
+    from gcm_checks.run import comment as cm
+
+    info = w.state.comment_info
+    if w.opts.comment == "off":
+        info["enabled"], info["why_not"] = False, "disabled (--no-comment)"
+        return
+    ok, why = cm.should_comment(w.env)
+    if not ok:
+        info["enabled"], info["why_not"] = False, why
+        return
+    send = w.opts.comment_sender
+    if send is None:
+        try:
+            send = cm.slurm_sender()
+        except Exception as e:  # noqa: BLE001 - no Slurm module/binary: no comment, job goes on
+            info["enabled"], info["why_not"] = False, f"slurm backend unavailable: {e}"
+            return
+    info["enabled"] = True
+    info["job_id"] = w.env["SLURM_JOB_ID"]
+    info["interval_s"] = w.opts.comment_interval_s
+    w._poster = cm.CommentPoster(w.env["SLURM_JOB_ID"], send, w.opts.comment_interval_s)
