@@ -212,12 +212,6 @@ class FakeNvml:
     def nvmlDeviceGetCurrentClocksEventReasons(self, h: Any) -> int:
         return self.nvmlDeviceGetCurrentClocksThrottleReasons(h)
 
-    def nvmlDeviceGetClockInfo(self, h: Any, clock_type: int) -> int:
-        return int(self._device_call("nvmlDeviceGetClockInfo", h).get("sm_clock_mhz", 1980))
-
-    def nvmlDeviceGetPowerUsage(self, h: Any) -> int:
-        return int(1000 * float(self._device_call("nvmlDeviceGetPowerUsage", h).get("power_w", 300)))  # milliwatts
-
     def nvmlDeviceGetPersistenceMode(self, h: Any) -> int:
         gpu = self._device_call("nvmlDeviceGetPersistenceMode", h)
         return self.NVML_FEATURE_ENABLED if gpu.get("persistence_mode", True) else self.NVML_FEATURE_DISABLED
@@ -229,7 +223,8 @@ class FakeNvml:
 
     # -- telemetry-only readings (health/epilog) ------------------------
     def nvmlDeviceGetPowerUsage(self, h: Any) -> int:
-        return int(float(self._device_call("nvmlDeviceGetPowerUsage", h).get("power_w", 120.0)) * 1000)  # mW
+        # One definition for the straggler sampler and telemetry (both merged one in).
+        return int(float(self._device_call("nvmlDeviceGetPowerUsage", h).get("power_w", 300.0)) * 1000)  # mW
 
     def nvmlDeviceGetClockInfo(self, h: Any, clock_type: int) -> int:
         return int(self._device_call("nvmlDeviceGetClockInfo", h).get("sm_clock_mhz", 1980))
