@@ -200,19 +200,10 @@ def render_script(template: str, bin_path: str, config_path: str, slurm_conf: st
 
 
 def _write_atomic(path: Path, text: str, mode: int) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """The project's one atomic writer (temp file, fsync, rename, no symlink follow)."""
+    from gcm_checks.safeio import atomic_write
+
+    atomic_write(str(path), text.encode("utf-8"), mode=mode)
 
 
 def _plan(args: argparse.Namespace) -> Tuple[Path, Path, Path, str]:
