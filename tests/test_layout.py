@@ -20,7 +20,6 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 MAX_LINES = 500
 OVERSIZED_ALLOWED = frozenset({
     "gcm_checks.kernel_log",
-    "gcm_checks.slurm",
 })
 
 # Import circles still present, each as the set of its modules. This list may

@@ -15,7 +15,8 @@ import time
 import pytest
 
 from gcm_checks import slurm
-from gcm_checks.slurm import MemoryBackend, NodeInfo, SlurmError
+from gcm_checks.slurm.parse import NodeInfo, SlurmError
+from gcm_checks.testing import MemoryBackend
 
 from corpus import corpus  # noqa: E402
 

@@ -73,7 +73,7 @@ def _state_dir(settings: Any) -> str:
 
 
 def status_row(info: Any, local_drain: Any = None, would: Any = None) -> Dict[str, Any]:
-    from gcm_checks.slurm import GCM_FEATURES, gcm_summary
+    from gcm_checks.slurm.features import GCM_FEATURES, gcm_summary
 
     owner = None
     if info.drained or info.reason:
