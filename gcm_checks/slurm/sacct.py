@@ -58,32 +58,37 @@ def sacct_argv(
     return argv
 
 
-def sacct_rows(
-    *,
-    since: Optional[float] = None,
-    until: Optional[float] = None,
-    job_ids: Sequence[str] = (),
-    partition: Optional[str] = None,
-    fields: Sequence[str] = SACCT_FIELDS,
-    duplicates: bool = True,
-    sacct: Optional[str] = None,
-    timeout: float = SACCT_TIMEOUT_S,
-    env: Optional[Dict[str, str]] = None,
-    runner: Any = None,
-) -> List[Dict[str, str]]:
-    """One ``sacct`` call: every job and step in the window (or the given ids).
-
-    Raises ``SlurmError`` when sacct is missing, fails (no slurmdbd:
-    "accounting storage is disabled") or times out; callers report that as
-    unknown. ``runner`` (default ``gcm_checks.proc.run``) is injectable so
-    tests can count calls.
-    """
-    from gcm_checks.proc import run, which
+def _sacct_call(sacct: Optional[str], query: Dict[str, Any]) -> Tuple[List[str], Sequence[str]]:
+    """The one preamble of every sacct call: the binary (a missing one is a
+    ``SlurmError``), the argv for ``query`` (``sacct_argv``'s keywords) and
+    the fields its rows are parsed with."""
+    from gcm_checks.proc import which
 
     path = which(sacct or "sacct")
     if not path:
         raise SlurmError("sacct: not found (set accounting.sacct)")
-    argv = sacct_argv(path, since=since, until=until, job_ids=job_ids, partition=partition, fields=fields, duplicates=duplicates)
+    return sacct_argv(path, **query), query.get("fields", SACCT_FIELDS)
+
+
+def sacct_rows(
+    *,
+    sacct: Optional[str] = None,
+    timeout: float = SACCT_TIMEOUT_S,
+    env: Optional[Dict[str, str]] = None,
+    runner: Any = None,
+    **query: Any,
+) -> List[Dict[str, str]]:
+    """One ``sacct`` call: every job and step in the window (or the given ids).
+
+    ``query``: ``sacct_argv``'s keywords (``since``, ``until``, ``job_ids``,
+    ``partition``, ``fields``, ``duplicates``). Raises ``SlurmError`` when
+    sacct is missing, fails (no slurmdbd: "accounting storage is disabled")
+    or times out; callers report that as unknown. ``runner`` (default
+    ``gcm_checks.proc.run``) is injectable so tests can count calls.
+    """
+    from gcm_checks.proc import run
+
+    argv, fields = _sacct_call(sacct, query)
     res = (runner or run)(argv, timeout=timeout, env=env)
     if not res.ok:
         raise SlurmError(res.describe())
@@ -92,16 +97,11 @@ def sacct_rows(
 
 def sacct_stream(
     *,
-    since: Optional[float] = None,
-    until: Optional[float] = None,
-    job_ids: Sequence[str] = (),
-    partition: Optional[str] = None,
-    fields: Sequence[str] = SACCT_FIELDS,
-    duplicates: bool = True,
     sacct: Optional[str] = None,
     timeout: float = SACCT_TIMEOUT_S,
     env: Optional[Dict[str, str]] = None,
     notes: Any = None,
+    **query: Any,
 ) -> Iterator[Dict[str, str]]:
     """``sacct_rows`` streamed: rows as sacct prints them, memory independent
     of their number (``failures --since 7d`` over a fleet: a million rows).
@@ -110,13 +110,9 @@ def sacct_stream(
     the last row, when it failed or ran past ``timeout`` - so a caller never
     mistakes a cut-off listing for a complete one.
     """
-    from gcm_checks.proc import LineStream, which
+    from gcm_checks.proc import LineStream
 
-    path = which(sacct or "sacct")
-    if not path:
-        raise SlurmError("sacct: not found (set accounting.sacct)")
-    argv = sacct_argv(path, since=since, until=until, job_ids=job_ids, partition=partition, fields=fields,
-                      duplicates=duplicates)
+    argv, fields = _sacct_call(sacct, query)
     stream = LineStream(argv, timeout=timeout, env=env)
     yield from iter_sacct_rows(stream, fields, notes)
     res = stream.result
