@@ -181,11 +181,13 @@ def test_apply_drain_slurm_down_is_logged_not_raised(tmp_path):
     logged = []
 
     class Log:
-        def error(self, m):
-            logged.append(m)
+        def error(self, event, **fields):
+            logged.append((event, fields))
 
     out = slurm.apply_drain(MemoryBackend(fail_with="slurmctld unreachable"), "n1", "gcm: x", state_dir=str(tmp_path), log=Log())
-    assert out.action == "error" and "unreachable" in logged[0]
+    assert out.action == "error"
+    assert logged == [("slurm_unreadable", {"node": "n1", "error": "slurmctld unreachable", "skipped": "drain",
+                                            "reason": "gcm: x"})]
     assert slurm.drain_record(str(tmp_path), "n1") is None
 
 
@@ -386,13 +388,13 @@ def test_pyslurm_settings_from_old_configs_mean_scontrol(monkeypatch, tmp_path):
 
     class Log:
         def warning(self, event, **kw):
-            warned.append(event)
+            warned.append((event, kw))
 
     scontrol = _fake_scontrol(tmp_path, "exit 0\n")
     for kind in ("pyslurm", "auto"):
         be = slurm.backend_from_settings({"slurm.backend": kind, "slurm.scontrol": scontrol}, log=Log())
         assert type(be).__name__ == "ScontrolBackend"
-    assert len(warned) == 1 and "no longer supported" in warned[0]
+    assert warned == [("slurm_backend_unsupported", {"backend": "pyslurm", "using": "scontrol", "see": "docs/slurm.md"})]
     assert not hasattr(slurm, "PyslurmBackend")
 
 

@@ -58,10 +58,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 class _StderrLog:
-    """The ownership functions log their decisions; an admin sees them on stderr."""
+    """The ownership functions log their decisions as events with fields; an
+    admin sees each on stderr as one line: ``slurm_drain_kept node=n1 ...``."""
 
-    def _p(self, msg: str) -> None:
-        print(msg, file=sys.stderr)
+    def _p(self, event: str, **fields: Any) -> None:
+        words = [f"{k}={v!r}" if isinstance(v, str) and (not v or " " in v) else f"{k}={v}" for k, v in fields.items()]
+        print(" ".join([event] + words), file=sys.stderr)
 
     info = warning = error = _p
 

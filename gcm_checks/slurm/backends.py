@@ -131,12 +131,14 @@ class DryRunBackend(_ScontrolUpdates):
             k, eq, v = a.partition("=")
             return f"{k}={quote(v)}" if eq and v else quote(a)
 
-        line = "would run: scontrol " + " ".join(word(a) for a in argv)
+        command = "scontrol " + " ".join(word(a) for a in argv)
+        line = f"would run: {command}"
         self.actions.append(line)
         if self.log is not None:
-            self.log.info(line)
+            self.log.info("slurm_would_run", command=command)
         if self.out is not None:
-            print(line, file=self.out)
+            # The dry run's answer to whoever asked (stderr of the command).
+            self.out.write(line + "\n")
 
     def node_info(self, node: str) -> NodeInfo:
         if self.reader is not None:
@@ -146,7 +148,7 @@ class DryRunBackend(_ScontrolUpdates):
                 # A dry run must still say what it would do when slurmctld is
                 # not reachable (a demo machine, a node being qualified).
                 if self.log is not None:
-                    self.log.warning(f"slurm: cannot read node {node} ({e}); assuming it is not drained")
+                    self.log.warning("slurm_unreadable", node=node, error=str(e), assumed="not drained")
         if self.state is not None:
             return self.state
         return NodeInfo(name=node, state="UNKNOWN")

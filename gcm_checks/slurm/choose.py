@@ -40,7 +40,7 @@ def backend_from_settings(settings: Any = None, dry_run: bool = False, out: Opti
     timeout_s = float(_setting(settings, "slurm.timeout_s", DEFAULT_TIMEOUT_S))
     kind = str(_setting(settings, "slurm.backend", "cli")).lower()
     if kind == "pyslurm" and log is not None:
-        log.warning("slurm.backend=pyslurm is no longer supported; using scontrol (docs/slurm.md)")
+        log.warning("slurm_backend_unsupported", backend="pyslurm", using="scontrol", see="docs/slurm.md")
     real: SlurmBackend = ScontrolBackend(scontrol=_setting(settings, "slurm.scontrol", None), timeout_s=timeout_s)
     if real.scontrol is None:  # type: ignore[attr-defined]
         chosen: SlurmBackend = DryRunBackend(out=out if out is not None else sys.stderr, log=log)

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
+from gcm_checks.logs import NullLog
 from gcm_checks.slurm.backends import DryRunBackend, SlurmBackend
 from gcm_checks.slurm.local_state import DRAIN_STATE_FILE, _remove, _state_path, _write_json, drain_record
 from gcm_checks.slurm.parse import SlurmError
@@ -31,14 +32,6 @@ class ResumeOutcome:
     previous_reason: Optional[str] = None
 
 
-def _log(log: Any, level: str, msg: str) -> None:
-    if log is None:
-        return
-    fn = getattr(log, level, None) or getattr(log, "info", None)
-    if fn is not None:
-        fn(msg)
-
-
 def apply_drain(
     backend: SlurmBackend,
     node: str,
@@ -58,15 +51,16 @@ def apply_drain(
     between our read and our update (milliseconds) would be replaced; the
     admin's ``scontrol`` wins again if repeated.
     """
+    log = log if log is not None else NullLog()
     reason = reason if reason.startswith(GCM_PREFIX) else f"{GCM_PREFIX} {reason}"
     reason = sanitize_reason(reason)
     try:
         info = backend.node_info(node)
     except SlurmError as e:
-        _log(log, "error", f"slurm: cannot read node {node} before draining ({e}); not draining: {reason}")
+        log.error("slurm_unreadable", node=node, error=str(e), skipped="drain", reason=reason)
         return DrainOutcome("error", reason, str(e))
     if info.drained and not info.gcm_owned:
-        _log(log, "warning", f"slurm: {node} already drained by {info.reason_user or '?'} ({info.reason!r}); keeping it; our finding: {reason}")
+        log.warning("slurm_drain_kept", node=node, owner=info.reason_user or "?", held=info.reason, finding=reason)
         return DrainOutcome("kept_foreign", reason, "drained by someone else", info.reason)
     if info.drained and info.reason == reason:
         _record_drain(state_dir, node, reason, check)
@@ -75,23 +69,23 @@ def apply_drain(
         # Already out of service by an earlier gcm finding (the prolog's, and
         # now the epilog's or health's): keep the first reason. Rewriting it
         # costs an RPC per finding and makes the reason flap in sinfo -R.
-        _log(log, "info", f"slurm: {node} already drained by gcm ({info.reason!r}); also found: {reason}")
+        log.info("slurm_already_drained", node=node, held=info.reason, finding=reason)
         return DrainOutcome("already", reason, "drained by an earlier gcm finding", info.reason)
     if not info.drained and info.reason and not info.gcm_owned:
         # e.g. DOWN with "Not responding": not a drain, but not ours to rewrite
         # either. A drain would replace the reason, so log and keep it.
         if "DOWN" in info.state.upper():
-            _log(log, "warning", f"slurm: {node} is {info.state} ({info.reason!r}); keeping it; our finding: {reason}")
+            log.warning("slurm_drain_kept", node=node, state=info.state, held=info.reason, finding=reason)
             return DrainOutcome("kept_foreign", reason, "down with a foreign reason", info.reason)
     try:
         backend.drain(node, reason)
     except SlurmError as e:
-        _log(log, "error", f"slurm: drain of {node} failed ({e}): {reason}")
+        log.error("slurm_update_failed", node=node, update="drain", error=str(e), reason=reason)
         return DrainOutcome("error", reason, str(e), info.reason)
     if isinstance(backend, DryRunBackend):
         return DrainOutcome("would_drain", reason, "dry run", info.reason)
     _record_drain(state_dir, node, reason, check)
-    _log(log, "warning", f"slurm: drained {node}: {reason}")
+    log.warning("slurm_drained", node=node, reason=reason)
     return DrainOutcome("drained", reason, "", info.reason)
 
 
@@ -119,37 +113,39 @@ def apply_resume(
     if the reason changed since, someone - perhaps an admin with
     ``gcm-checks node drain`` - drained it again, and it is not ours to lift.
     """
+    log = log if log is not None else NullLog()
     try:
         info = backend.node_info(node)
     except SlurmError as e:
-        _log(log, "error", f"slurm: cannot read node {node} before resuming ({e})")
+        log.error("slurm_unreadable", node=node, error=str(e), skipped="resume")
         return ResumeOutcome("error", str(e))
     if not info.drained:
         if state_dir:
             _remove(_state_path(state_dir, DRAIN_STATE_FILE, node))
         return ResumeOutcome("not_drained", info.state, info.reason)
     if expect_reason is not None and info.gcm_owned and info.reason != expect_reason and not force:
-        _log(log, "info", f"slurm: not resuming {node}: reason changed since our drain ({info.reason!r})")
+        log.info("slurm_resume_refused", node=node, why="drained again since our drain", held=info.reason)
         if state_dir:
             _remove(_state_path(state_dir, DRAIN_STATE_FILE, node))
         return ResumeOutcome("reason_changed", "drained again since our drain", info.reason)
     if not info.gcm_owned and not force:
-        _log(log, "warning", f"slurm: not resuming {node}: drained by {info.reason_user or '?'} ({info.reason!r}), not by gcm")
+        log.warning("slurm_resume_refused", node=node, why="not drained by gcm", owner=info.reason_user or "?",
+                    held=info.reason)
         return ResumeOutcome("kept_foreign", "drained by someone else", info.reason)
     if not info.gcm_owned and force:
-        _log(log, "warning", f"slurm: --force: resuming {node} drained by {info.reason_user or '?'} ({info.reason!r})")
+        log.warning("slurm_resume_forced", node=node, owner=info.reason_user or "?", held=info.reason)
     try:
         backend.resume(node)
     except SlurmError as e:
-        _log(log, "error", f"slurm: resume of {node} failed ({e})")
+        log.error("slurm_update_failed", node=node, update="resume", error=str(e))
         return ResumeOutcome("error", str(e), info.reason)
     if isinstance(backend, DryRunBackend):
         # Nothing was resumed: never say so (one wording: "would resume").
-        _log(log, "info", f"slurm: would resume {node} (drained: {info.reason!r})")
+        log.info("slurm_would_resume", node=node, held=info.reason)
         return ResumeOutcome("would_resume", "dry run", info.reason)
     if state_dir:
         _remove(_state_path(state_dir, DRAIN_STATE_FILE, node))
-    _log(log, "info", f"slurm: resumed {node} (was: {info.reason!r})")
+    log.info("slurm_resumed", node=node, was=info.reason)
     return ResumeOutcome("resumed", "", info.reason)
 
 
@@ -177,11 +173,12 @@ def resume_if_passed(
     rec = drain_record(state_dir, node)
     if rec is None:
         return None
+    log = log if log is not None else NullLog()
     check = rec.get("check") or ""
     if not check or check.startswith(NO_AUTO_RESUME):
-        _log(log, "info", f"slurm: {node} stays drained: {check or 'an unrecorded check'} is not re-measurable; resume by hand")
+        log.info("slurm_stays_drained", node=node, check=check or None, why="not re-measurable: resume by hand")
         return ResumeOutcome("not_passed", check, rec.get("reason"))
     if check not in passed_checks:
-        _log(log, "info", f"slurm: {node} stays drained: {check} did not run or did not pass")
+        log.info("slurm_stays_drained", node=node, check=check, why="did not run or did not pass")
         return ResumeOutcome("not_passed", check, rec.get("reason"))
     return apply_resume(backend, node, state_dir=state_dir, log=log, expect_reason=rec.get("reason"))

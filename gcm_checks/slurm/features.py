@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from gcm_checks.logs import NullLog
 from gcm_checks.slurm.backends import DryRunBackend, SlurmBackend
-from gcm_checks.slurm.drains import _log
 from gcm_checks.slurm.local_state import FEATURE_STATE_FILE, _state_path, _write_json, feature_record
 from gcm_checks.slurm.parse import SlurmError
 from gcm_checks.slurm.reasons import sanitize_reason
@@ -170,10 +170,11 @@ def apply_features(
         verify = True
     if rec is not None and sorted(rec.get("features") or []) == want and not verify:
         return FeatureOutcome("unchanged", tuple(want))
+    log = log if log is not None else NullLog()
     try:
         info = backend.node_info(node)
     except SlurmError as e:
-        _log(log, "error", f"slurm: cannot read node {node} features ({e})")
+        log.error("slurm_unreadable", node=node, error=str(e), skipped="features")
         return FeatureOutcome("error", tuple(want), str(e))
     have = sorted(f for f in info.active_features if f in managed)
     have_avail = sorted(f for f in info.available_features if f in managed)
@@ -198,7 +199,7 @@ def apply_features(
             if extra_value:
                 backend.set_extra(node, extra_value)
     except SlurmError as e:
-        _log(log, "error", f"slurm: setting features on {node} failed ({e})")
+        log.error("slurm_update_failed", node=node, update="features", error=str(e))
         return FeatureOutcome("error", tuple(want), str(e))
     action = "reapplied" if (rec is not None and sorted(rec.get("features") or []) == want) else "applied"
     if state_dir and not isinstance(backend, DryRunBackend):
@@ -206,5 +207,5 @@ def apply_features(
             _write_json(_state_path(state_dir, FEATURE_STATE_FILE, node), {"node": node, "features": want, "extra": ours, "time": time.time(), "stamp": stamp})
         except OSError:
             pass
-    _log(log, "info", f"slurm: {action} features {want} on {node}")
+    log.info("slurm_features", node=node, action=action, features=want)
     return FeatureOutcome(action, tuple(want))
