@@ -15,7 +15,7 @@ import time
 import pytest
 
 from gcm_checks import brake
-from gcm_checks.slurm.nodes import CensusEntry
+from gcm_checks.slurm.parse import CensusEntry
 from gcm_checks.slurm.reasons import make_drain_reason
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

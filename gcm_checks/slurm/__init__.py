@@ -56,7 +56,7 @@ _WHERE: Dict[str, str] = {
     # parse
     "SlurmError": "parse", "NodeInfo": "parse", "parse_key_values": "parse", "parse_nodes": "parse",
     "parse_node": "parse", "parse_sacct": "parse", "iter_sacct_rows": "parse",
-    "is_placeholder_row": "parse",
+    "is_placeholder_row": "parse", "parse_census": "parse", "CensusEntry": "parse",
     # backends
     "DEFAULT_TIMEOUT_S": "backends", "SlurmBackend": "backends", "ScontrolBackend": "backends",
     "DryRunBackend": "backends",
@@ -73,7 +73,7 @@ _WHERE: Dict[str, str] = {
     "merge_features": "features", "summary_extra": "features", "EXTRA_FORMATS": "features",
     "gcm_summary": "features", "merge_extra": "features", "apply_features": "features",
     # nodes
-    "CensusEntry": "nodes", "node_census": "nodes", "list_nodes": "nodes",
+    "node_census": "nodes", "list_nodes": "nodes",
     # sacct
     "SACCT_FIELDS": "sacct", "SACCT_TIMEOUT_S": "sacct", "sacct_time": "sacct",
     "sacct_argv": "sacct", "sacct_rows": "sacct", "sacct_stream": "sacct", "sacct_job": "sacct",

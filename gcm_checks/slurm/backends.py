@@ -95,9 +95,14 @@ class ScontrolBackend(_ScontrolUpdates):
     def node_info(self, node: str) -> NodeInfo:
         return parse_node(self._run("show", "node", "-o", node))
 
+    def show_nodes(self, expr: Optional[str] = None) -> str:
+        """``scontrol show node -o`` for all nodes, or those in a hostlist
+        expression, in one RPC: the text, for a parser in ``parse``."""
+        return self._run("show", "node", "-o", *([expr] if expr else []))
+
     def nodes(self, expr: Optional[str] = None) -> List[NodeInfo]:
         """All nodes, or those in a hostlist expression, in one RPC."""
-        return parse_nodes(self._run("show", "node", "-o", *([expr] if expr else [])))
+        return parse_nodes(self.show_nodes(expr))
 
     def _update(self, *argv: str) -> str:
         return self._run(*argv)

@@ -135,6 +135,38 @@ def _node_from_line(line: str) -> NodeInfo:
     )
 
 
+@dataclass(frozen=True)
+class CensusEntry:
+    """One node as the mass-drain brake counts it."""
+
+    name: str
+    partitions: Tuple[str, ...]
+    drained: bool
+    reason: Optional[str]
+    since: Optional[float]  # when the reason was set (epoch), when Slurm says
+
+
+def parse_census(text: str) -> List[CensusEntry]:
+    """Every node in ``scontrol show node -o`` output as the brake counts it."""
+    return [_census_from_line(ln) for ln in text.splitlines() if ln.strip().startswith("NodeName=")]
+
+
+def _census_from_line(line: str) -> CensusEntry:
+    import datetime as dt
+
+    kv = parse_key_values(line)
+    info = _node_from_line(line)
+    since = None
+    m = _REASON_TAIL_RE.search(kv.get("Reason") or "")
+    if m:
+        try:
+            since = dt.datetime.strptime(m.group(2), "%Y-%m-%dT%H:%M:%S").timestamp()  # slurmctld local time
+        except ValueError:
+            since = None
+    parts = tuple(p for p in (_none_if_null(kv.get("Partitions")) or "").split(",") if p)
+    return CensusEntry(info.name, parts, info.drained, info.reason, since)
+
+
 def parse_sacct(text: str, fields: Sequence[str], notes: Any = None) -> List[Dict[str, str]]:
     """Rows of ``sacct --parsable2 --noheader -o <fields>`` as dicts.
 
