@@ -69,8 +69,8 @@ _WHERE: Dict[str, str] = {
     "DrainOutcome": "drains", "ResumeOutcome": "drains", "apply_drain": "drains",
     "apply_resume": "drains", "NO_AUTO_RESUME": "drains", "resume_if_passed": "drains",
     # features
-    "GCM_FEATURES": "features", "HEALTH_FEATURES": "features", "FeatureOutcome": "features",
-    "merge_features": "features", "summary_extra": "features", "EXTRA_FORMATS": "features",
+    "GCM_FEATURES": "features", "FeatureOutcome": "features",
+    "merge_features": "features", "summary_extra": "features",
     "gcm_summary": "features", "merge_extra": "features", "apply_features": "features",
     # nodes
     "node_census": "nodes", "list_nodes": "nodes",

@@ -19,7 +19,6 @@ from gcm_checks.slurm.reasons import sanitize_reason
 
 # Features gcm-checks owns; every other feature on a node is preserved.
 GCM_FEATURES = ("gcm_ok", "gcm_degraded", "gcm_qualified")
-HEALTH_FEATURES = {"ok": "gcm_ok", "degraded": "gcm_degraded"}
 
 
 @dataclass(frozen=True)
@@ -56,9 +55,6 @@ _EXTRA_SEGMENT = re.compile(r"gcm (\S+)[^;]*")
 
 def _extra_slot(word: str) -> str:
     return _EXTRA_SLOTS.get(word, word)
-
-
-EXTRA_FORMATS = ("auto", "text", "json")
 
 
 def _json_extra(current: Optional[str]) -> Optional[Dict[str, Any]]:
