@@ -64,7 +64,8 @@ _WHERE: Dict[str, str] = {
     "report_only": "choose", "backend_from_settings": "choose",
     # local_state
     "DRAIN_STATE_FILE": "local_state", "FEATURE_STATE_FILE": "local_state",
-    "drain_record": "local_state", "feature_record": "local_state", "conf_stamp": "local_state",
+    "drain_record": "local_state", "record_drain": "local_state", "forget_drain": "local_state",
+    "feature_record": "local_state", "record_features": "local_state", "conf_stamp": "local_state",
     # drains
     "DrainOutcome": "drains", "ResumeOutcome": "drains", "apply_drain": "drains",
     "apply_resume": "drains", "NO_AUTO_RESUME": "drains", "resume_if_passed": "drains",

@@ -4,13 +4,12 @@ that is not ours (``gcm:``), at most one update RPC, recorded locally.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from gcm_checks.logs import NullLog
 from gcm_checks.slurm.backends import DryRunBackend, SlurmBackend
-from gcm_checks.slurm.local_state import DRAIN_STATE_FILE, _remove, _state_path, _write_json, drain_record
+from gcm_checks.slurm.local_state import drain_record, forget_drain, record_drain
 from gcm_checks.slurm.parse import SlurmError
 from gcm_checks.slurm.reasons import GCM_PREFIX, sanitize_reason
 
@@ -63,7 +62,7 @@ def apply_drain(
         log.warning("slurm_drain_kept", node=node, owner=info.reason_user or "?", held=info.reason, finding=reason)
         return DrainOutcome("kept_foreign", reason, "drained by someone else", info.reason)
     if info.drained and info.reason == reason:
-        _record_drain(state_dir, node, reason, check)
+        record_drain(state_dir, node, reason, check)
         return DrainOutcome("already", reason, "", info.reason)
     if info.drained:
         # Already out of service by an earlier gcm finding (the prolog's, and
@@ -84,18 +83,9 @@ def apply_drain(
         return DrainOutcome("error", reason, str(e), info.reason)
     if isinstance(backend, DryRunBackend):
         return DrainOutcome("would_drain", reason, "dry run", info.reason)
-    _record_drain(state_dir, node, reason, check)
+    record_drain(state_dir, node, reason, check)
     log.warning("slurm_drained", node=node, reason=reason)
     return DrainOutcome("drained", reason, "", info.reason)
-
-
-def _record_drain(state_dir: Optional[str], node: str, reason: str, check: str) -> None:
-    if not state_dir:
-        return
-    try:
-        _write_json(_state_path(state_dir, DRAIN_STATE_FILE, node), {"node": node, "reason": reason, "check": check, "time": time.time()})
-    except OSError:
-        pass  # losing the record only means a later resume needs an admin
 
 
 def apply_resume(
@@ -120,13 +110,11 @@ def apply_resume(
         log.error("slurm_unreadable", node=node, error=str(e), skipped="resume")
         return ResumeOutcome("error", str(e))
     if not info.drained:
-        if state_dir:
-            _remove(_state_path(state_dir, DRAIN_STATE_FILE, node))
+        forget_drain(state_dir, node)
         return ResumeOutcome("not_drained", info.state, info.reason)
     if expect_reason is not None and info.gcm_owned and info.reason != expect_reason and not force:
         log.info("slurm_resume_refused", node=node, why="drained again since our drain", held=info.reason)
-        if state_dir:
-            _remove(_state_path(state_dir, DRAIN_STATE_FILE, node))
+        forget_drain(state_dir, node)
         return ResumeOutcome("reason_changed", "drained again since our drain", info.reason)
     if not info.gcm_owned and not force:
         log.warning("slurm_resume_refused", node=node, why="not drained by gcm", owner=info.reason_user or "?",
@@ -143,8 +131,7 @@ def apply_resume(
         # Nothing was resumed: never say so (one wording: "would resume").
         log.info("slurm_would_resume", node=node, held=info.reason)
         return ResumeOutcome("would_resume", "dry run", info.reason)
-    if state_dir:
-        _remove(_state_path(state_dir, DRAIN_STATE_FILE, node))
+    forget_drain(state_dir, node)
     log.info("slurm_resumed", node=node, was=info.reason)
     return ResumeOutcome("resumed", "", info.reason)
 

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from gcm_checks.logs import NullLog
 from gcm_checks.slurm.backends import DryRunBackend, SlurmBackend
-from gcm_checks.slurm.local_state import FEATURE_STATE_FILE, _state_path, _write_json, feature_record
+from gcm_checks.slurm.local_state import feature_record, record_features
 from gcm_checks.slurm.parse import SlurmError
 from gcm_checks.slurm.reasons import sanitize_reason
 
@@ -175,11 +175,8 @@ def apply_features(
     have = sorted(f for f in info.active_features if f in managed)
     have_avail = sorted(f for f in info.available_features if f in managed)
     if have == want and have_avail == want and rec is not None and sorted(rec.get("features") or []) == want:
-        if state_dir and not isinstance(backend, DryRunBackend):
-            try:  # verified now: restart the verify clock
-                _write_json(_state_path(state_dir, FEATURE_STATE_FILE, node), dict(rec, time=time.time(), stamp=stamp))
-            except OSError:
-                pass
+        if not isinstance(backend, DryRunBackend):  # verified now: restart the verify clock
+            record_features(state_dir, node, dict(rec, time=time.time(), stamp=stamp))
         return FeatureOutcome("unchanged", tuple(want))
     available = merge_features(info.available_features, want, managed)
     active = merge_features(info.active_features, want, managed)
@@ -198,10 +195,7 @@ def apply_features(
         log.error("slurm_update_failed", node=node, update="features", error=str(e))
         return FeatureOutcome("error", tuple(want), str(e))
     action = "reapplied" if (rec is not None and sorted(rec.get("features") or []) == want) else "applied"
-    if state_dir and not isinstance(backend, DryRunBackend):
-        try:
-            _write_json(_state_path(state_dir, FEATURE_STATE_FILE, node), {"node": node, "features": want, "extra": ours, "time": time.time(), "stamp": stamp})
-        except OSError:
-            pass
+    if not isinstance(backend, DryRunBackend):
+        record_features(state_dir, node, {"node": node, "features": want, "extra": ours, "time": time.time(), "stamp": stamp})
     log.info("slurm_features", node=node, action=action, features=want)
     return FeatureOutcome(action, tuple(want))
