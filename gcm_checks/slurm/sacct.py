@@ -1,9 +1,8 @@
 """Accounting: running ``sacct`` (its rows are read by ``parse``).
 
-Added by the accounting area. Only the batched refinement pass, ``why`` and
-``failures`` call these - never the prolog or a per-node epilog: one sacct
-per job end on every node is exactly the slurmdbd load Slurm's docs warn
-prolog/epilog authors about. Parsing is pure and tested from text.
+Only the batched refinement pass, ``why`` and ``failures`` call these -
+never the prolog or a per-node epilog: one sacct per job end on every node
+is exactly the slurmdbd load Slurm's docs warn prolog/epilog authors about.
 """
 
 from __future__ import annotations
