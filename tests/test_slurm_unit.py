@@ -348,7 +348,11 @@ def test_slurm_module_imports_nothing_heavy():
     # Rule 7: on the prolog path. A fresh interpreter proves it.
     from gcm_checks.proc import run
 
-    code = "import sys, gcm_checks.slurm; print(','.join(m for m in ('yaml', 'structlog', 'pynvml', 'pyslurm') if m in sys.modules))"
+    # Every module of the package: the lazy front door alone would prove nothing.
+    code = ("import sys, pkgutil, importlib, gcm_checks.slurm as s; "
+            "[importlib.import_module('gcm_checks.slurm.' + m.name) for m in pkgutil.iter_modules(s.__path__)]; "
+            "print(','.join(m for m in ('yaml', 'structlog', 'pynvml', 'pyslurm', 'asyncio', 'gcm_checks.testing') "
+            "if m in sys.modules))")
     out = run([sys.executable, "-c", code], timeout=30, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert out.ok and out.stdout.strip() == ""
 
