@@ -98,3 +98,16 @@ def test_only_the_slurm_package_runs_slurm_commands():
     # The check can fail: it sees the slurm package's own calls.
     assert _runs_a_slurm_command(ast.parse((PKG / "backends.py").read_text()))
     assert _runs_a_slurm_command(ast.parse((PKG / "sacct.py").read_text()))
+
+
+@pytest.mark.parametrize("impl", ["ScontrolBackend", "DryRunBackend", "MemoryBackend"])
+def test_every_backend_and_the_fake_answer_the_whole_interface(impl):
+    """A method added to SlurmBackend must reach the memory fake too, or the
+    unit tests would silently stop covering it."""
+    from gcm_checks import testing
+    from gcm_checks.slurm.backends import SlurmBackend
+
+    cls = getattr(testing, impl, None) or getattr(slurm, impl)
+    wanted = {n for n, v in vars(SlurmBackend).items() if callable(v) and not n.startswith("_")}
+    assert wanted >= {"node_info", "drain", "resume", "set_features", "set_extra", "set_job_comment", "show_job"}
+    assert not {n for n in wanted if not callable(getattr(cls, n, None))}
