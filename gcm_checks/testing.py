@@ -6,7 +6,7 @@ Nothing here is imported by production code.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Dict, Mapping, Optional
 
 from gcm_checks.slurm.parse import NodeInfo, SlurmError
 
@@ -120,7 +120,7 @@ class MemoryBackend:
         self.nodes: Dict[str, NodeInfo] = dict(nodes or {})
         self.jobs: Dict[str, Dict[str, str]] = {}
         self.fail_with = fail_with
-        self.updates: List[Tuple[str, ...]] = []  # one entry per REQUEST_UPDATE_NODE/JOB
+        self.updates: list[tuple[str, ...]] = []  # one entry per REQUEST_UPDATE_NODE/JOB
         self.reads = 0
 
     def _check(self) -> None:
@@ -132,7 +132,7 @@ class MemoryBackend:
             self.nodes[node] = NodeInfo(name=node, state="IDLE")
         return self.nodes[node]
 
-    def _set(self, node: str, **kw: Any) -> None:
+    def _set(self, node: str, **kw: object) -> None:
         from dataclasses import replace
 
         self.nodes[node] = replace(self._node(node), **kw)
@@ -155,7 +155,7 @@ class MemoryBackend:
             raise SlurmError("scontrol: exit 1: slurm_update error: Invalid node state specified")
         self._set(node, state=self._node(node).state.split("+")[0], reason=None, reason_user=None)
 
-    def set_features(self, node: str, available: List[str], active: List[str]) -> None:
+    def set_features(self, node: str, available: list[str], active: list[str]) -> None:
         self._check()
         self.updates.append(("features", node, ",".join(available), ",".join(active)))
         self._set(node, available_features=tuple(available), active_features=tuple(active))
@@ -165,7 +165,7 @@ class MemoryBackend:
         self.updates.append(("extra", node, extra))
         self._set(node, extra=extra or None)
 
-    def set_features_and_extra(self, node: str, available: List[str], active: List[str], extra: str) -> None:
+    def set_features_and_extra(self, node: str, available: list[str], active: list[str], extra: str) -> None:
         self._check()
         self.updates.append(("features+extra", node, ",".join(available), ",".join(active), extra))
         self._set(node, available_features=tuple(available), active_features=tuple(active), extra=extra or None)
