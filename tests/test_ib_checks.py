@@ -343,9 +343,9 @@ def test_gatherer_prefers_the_context_sysfs_root(tmp_path):
 
 
 def test_ib_port_down_scenario_through_the_runner_context(tmp_path):
-    runner = pytest.importorskip("gcm_checks.runner")
+    suite_mod = pytest.importorskip("gcm_checks.suite")
     scenario = pytest.importorskip("gcm_checks.sim.scenario")
-    ctx = runner.Context(settings=_Settings(EIGHT_RAILS), node="sim", sim=scenario.load("ib-port-down"), state_dir=tmp_path)
+    ctx = suite_mod.Context(settings=_Settings(EIGHT_RAILS), node="sim", sim=scenario.load("ib-port-down"), state_dir=tmp_path)
     try:
         results = _run_all(ibchecks.gather_ib(ctx), EIGHT_RAILS)
     finally:

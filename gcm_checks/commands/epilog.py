@@ -178,7 +178,7 @@ def make_classifier(exit_info: Mapping[str, Any], show: Mapping[str, str]):
 
 
 def _run(args, settings, node, job_id, log, t0) -> int:
-    from gcm_checks import runner
+    from gcm_checks import suite
     from gcm_checks.classify import exit_info_from_env
     from gcm_checks.commands.prolog import _telemetry, render, run_checks
     from gcm_checks.node_action import apply_decision, node_context
@@ -187,7 +187,7 @@ def _run(args, settings, node, job_id, log, t0) -> int:
 
     env = os.environ
     budget = args.budget or settings.get("epilog.budget_s") or settings.get("budget_s")
-    ctx = runner.build_context(settings, sim=args.sim, budget_s=budget, dry_run=bool(getattr(args, "dry_run", False)))
+    ctx = suite.build_context(settings, sim=args.sim, budget_s=budget, dry_run=bool(getattr(args, "dry_run", False)))
     from gcm_checks.commands.prolog import telemetry_on
 
     # Hardware readings for graphs: a few more NVML calls, after a job, never before one.

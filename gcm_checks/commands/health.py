@@ -170,18 +170,18 @@ _BRAKE_CACHE: Dict[Any, Optional[str]] = {}
 
 
 def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float) -> int:
-    from gcm_checks import runner, slurm
+    from gcm_checks import slurm, suite
     from gcm_checks.commands._suite import emit_json, render_table, result_rows, summary_line
     from gcm_checks.result import Status, verdict
 
-    ctx = runner.build_context(settings, sim=args.sim, budget_s=args.budget, dry_run=bool(getattr(args, "dry_run", False)))
+    ctx = suite.build_context(settings, sim=args.sim, budget_s=args.budget, dry_run=bool(getattr(args, "dry_run", False)))
     from gcm_checks.commands.prolog import telemetry_on
 
     ctx.hw_telemetry = telemetry_on(settings, "health")
     ctx.started = t0
     log.info("start", sim=ctx.sim.get("name") if ctx.sim else None, budget_s=ctx.budget_s, config=settings.source)
     try:
-        results = runner.run_suite("health", ctx)
+        results = suite.run_suite("health", ctx)
     finally:
         ctx.close()
     for w in ctx.config_warnings:

@@ -106,13 +106,13 @@ def _say(line: str) -> None:
 
 def run_checks(args: argparse.Namespace, kind: str, ctx: Any, log: Any) -> Tuple[List[Any], Any, Optional[Any]]:
     """Run the suite; return (results, verdict, the failure that names a drain)."""
-    from gcm_checks import runner
+    from gcm_checks import suite
     from gcm_checks.decide import pick_failure
     from gcm_checks.result import Status, verdict
 
     log.info("start", sim=ctx.sim.get("name") if ctx.sim else None, budget_s=ctx.budget_s, config=ctx.settings.source)
     try:
-        results = runner.run_suite(kind, ctx)
+        results = suite.run_suite(kind, ctx)
     finally:
         ctx.close()
     for w in ctx.config_warnings:
@@ -152,11 +152,11 @@ def render(args: argparse.Namespace, kind: str, node: str, results: List[Any], v
 def _run(args, settings, node, job_id, log, t0) -> int:
     from pathlib import Path
 
-    from gcm_checks import runner
+    from gcm_checks import suite
     from gcm_checks.decide import decide
     from gcm_checks.result import Status
 
-    ctx = runner.build_context(settings, sim=args.sim, budget_s=args.budget, dry_run=bool(getattr(args, "dry_run", False)))
+    ctx = suite.build_context(settings, sim=args.sim, budget_s=args.budget, dry_run=bool(getattr(args, "dry_run", False)))
     ctx.started = t0  # the budget counts from process start, not from here
     if job_id:
         try:
