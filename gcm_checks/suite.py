@@ -227,6 +227,25 @@ def _timed(fn: Any, ctx: Context) -> Tuple[Any, float]:
     return facts, time.monotonic() - t0
 
 
+def run_checks(args: Any, kind: str, ctx: Any, log: Any) -> Tuple[List[Any], Any, Optional[Any]]:
+    """Run the suite; return (results, verdict, the failure that names a drain)."""
+    from gcm_checks.decide import pick_failure
+    from gcm_checks.result import Status, verdict
+
+    log.info("start", sim=ctx.sim.get("name") if ctx.sim else None, budget_s=ctx.budget_s, config=ctx.settings.source)
+    try:
+        results = run_suite(kind, ctx)
+    finally:
+        ctx.close()
+    for w in ctx.config_warnings:
+        log.warning("config_warning", detail=w)
+    for r in results:
+        if r.status is not Status.PASS:
+            log.info("result", **r.to_dict())
+    return results, verdict(results), pick_failure(results)
+
+
+
 def build_context(settings: Any, *, sim: Optional[str] = None, budget_s: Optional[float] = None, **kw: Any) -> Context:
     """Context for a run: the scenario from ``--sim`` or config ``simulate``."""
     scenario = None

@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gcm_checks.commands.prolog import guarded
+    from gcm_checks.guard import guarded
 
     return guarded(args, "health", lambda a, settings, node, _job, log, t0: _run(a, settings, node, log, t0))
 
@@ -175,7 +175,7 @@ def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float
     from gcm_checks.result import Status, verdict
 
     ctx = suite.build_context(settings, sim=args.sim, budget_s=args.budget, dry_run=bool(getattr(args, "dry_run", False)))
-    from gcm_checks.commands.prolog import telemetry_on
+    from gcm_checks.sinks import telemetry_on
 
     ctx.hw_telemetry = telemetry_on(settings, "health")
     ctx.started = t0
@@ -204,7 +204,7 @@ def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float
     log.info("done", verdict=v.value, duration_s=round(time.monotonic() - t0, 4), actions=actions, decision=decision.admin)
     if not getattr(args, "dry_run", False):
         housekeeping(settings, node, log)
-    from gcm_checks.commands.prolog import _telemetry
+    from gcm_checks.sinks import _telemetry
 
     drain_action = (actions.get("drain") or {}).get("action")
     # Health reads back our own drain record, so the one gcm_node_drained
