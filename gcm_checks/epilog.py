@@ -1,14 +1,119 @@
-"""The epilog's domain: the job's window and facts, this node's evidence, the
-job report and its classifier. ``gcm-checks epilog`` (commands/epilog.py)
-parses arguments, calls this and prints.
+"""The epilog: after every job, on every node of the job.
+
+Reads the job from Slurm's epilog environment, scans the kernel log for XIDs
+inside the job's window (the prolog recorded the start; Slurm 22.05 gives the
+epilog none), runs DCGM diagnostics and a fast GPU re-check, and drains on a
+hardware ``fail`` with the prolog's reason format and ownership rules.
+
+Exit status: 0 after draining the node itself - a non-zero epilog makes Slurm
+drain with "Epilog error", hiding our reason - and 100 (decide.EXIT_DRAIN)
+only when the node should be drained but our drain could not be made, so
+Slurm drains it anyway.
+
+Then, after the verdict is fixed: this node's evidence goes to the job report
+(one report per job, assembled by exactly one node) and notification is handed
+off; neither can change the exit status (rule 6).
+
+``gcm-checks epilog`` (commands/epilog.py) parses arguments, calls ``run``
+and prints what it returns.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+
+@dataclass
+class EpilogRun:
+    """What one epilog run decided and did, for the command to print."""
+
+    code: int
+    results: List[Any]
+    verdict: Any
+    drain_reason: Optional[str]
+    action: Optional[str]
+    decision: Any
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+
+def run(args: Any, settings: Any, node: str, job_id: Optional[str], log: Any, t0: float) -> EpilogRun:
+    """One epilog run: the job's window, the suite, the drain decision, then
+    (after the verdict, never changing it) evidence, report and metrics.
+
+    ``args``: the command line (``sim``, ``budget``, ``dry_run``, ``json``,
+    ``no_report``)."""
+    from gcm_checks import suite
+    from gcm_checks.classify import exit_info_from_env
+    from gcm_checks.decide import is_would_drain, settle
+    from gcm_checks.node_action import decide_and_drain
+    from gcm_checks.result import Status
+    from gcm_checks.sinks import export_metrics, telemetry_on
+
+    env = os.environ
+    budget = args.budget or settings.get("epilog.budget_s") or settings.get("budget_s")
+    ctx = suite.build_context(settings, sim=args.sim, budget_s=budget, dry_run=bool(getattr(args, "dry_run", False)))
+    # Hardware readings for graphs: a few more NVML calls, after a job, never before one.
+    ctx.hw_telemetry = telemetry_on(settings, "epilog")
+    ctx.started = t0
+    exit_info = exit_info_from_env(env)
+    show = show_job(settings, job_id, log, node, env)
+    now = time.time()
+    ctx.window, window_from = job_window(Path(ctx.state_dir), job_id, node, show, now)
+    failed_job = job_failed(exit_info, show)
+    if failed_job:
+        ctx.dcgm_level = dcgm_level_after_failure(settings, ctx.budget_s, log)
+    # DCGM diagnoses only this job's GPUs: others may be running jobs.
+    ctx.job = {"job_id": job_id, "gpus": env.get("SLURM_JOB_GPUS"), **exit_info}
+    log.info("job", window_from=window_from, failed=failed_job, state=show.get("JobState"), reason=show.get("Reason"), **exit_info)
+
+    results, v, _ = suite.run_checks("epilog", ctx, log)
+    decision, action = decide_and_drain(args, settings, node, ctx, results, "epilog", log)
+    if action == "braked":
+        v = decision.verdict
+    drain_reason = decision.reason
+    # Our drain made (or kept: someone else's drain is already there): 0.
+    # Could not drain at all: EXIT_DRAIN so Slurm drains the node itself.
+    decision = settle(decision, action)
+    code = decision.exit_code
+    counts = {s.value: sum(1 for r in results if r.status is s) for s in Status}
+    log.info("done", verdict=v.value, counts=counts, duration_s=round(time.monotonic() - t0, 4), action=action)
+
+    # --- everything below is after the verdict and cannot change it -------
+    from gcm_checks.state import job_record
+
+    # The prolog's count names this run: a run ended by a requeue already
+    # sees the next count in its epilog environment and in scontrol.
+    restarts = job_record(Path(ctx.state_dir), job_id, node).get("restart_count") if job_id else None
+    evidence = evidence_of(ctx, results)
+    try:
+        evidence.update(run_context(settings, env, show, restarts))
+        if exit_info.get("derived_exit_code"):
+            evidence["derived_exit_code"] = int(exit_info["derived_exit_code"])
+        if drain_reason and action:
+            d = drain_evidence(ctx.state_dir, node, drain_reason, action)
+            # The decision core knows report-only and the would-drain spelling.
+            d.update(report_only=decision.report_only, would_drain=is_would_drain(action))
+            evidence["drains"] = [d]
+    except Exception as e:  # noqa: BLE001 - report context is a bonus; the verdict is decided (rule 6)
+        log.warning("report_context_failed", error=f"{type(e).__name__}: {e}")
+        if drain_reason and action:
+            evidence["drains"] = [{"node": node, "reason": drain_reason, "action": action}]
+    write_local_evidence(ctx, job_id, node, evidence, log)
+    report = None
+    if job_id and settings.get("epilog.report") and not getattr(args, "no_report", False):
+        report = report_job(settings, node, job_id, show, exit_info, evidence, log, restarts)
+    export_metrics(results, settings, node, job_id, "epilog", action, log, xids=evidence["xids"], t0=t0, ctx=ctx,
+                   log_events=report_log_events(report, node, drain_reason, action) if settings.get("telemetry.otlp_endpoint") else ())
+    if job_id:
+        from gcm_checks.state import forget_job
+
+        forget_job(Path(ctx.state_dir), job_id, node)
+    return EpilogRun(code, results, v, drain_reason, action, decision,
+                     extra={"job_id": job_id, "window": evidence["xid_window"], "xids": evidence["xids"], "report": report})
 
 
 def job_window(state_dir: Path, job_id: Optional[str], node: str, show: Mapping[str, str],
@@ -24,13 +129,13 @@ def job_window(state_dir: Path, job_id: Optional[str], node: str, show: Mapping[
         start = job_start(state_dir, job_id, node)
         if start is not None:
             return (start, now), "prolog"
-    st = _parse_slurm_time(show.get("StartTime", ""))
+    st = parse_slurm_time(show.get("StartTime", ""))
     if st is not None:
         return (st, now), "slurmctld"
     return None, "since last scan"
 
 
-def _parse_slurm_time(text: str) -> Optional[float]:
+def parse_slurm_time(text: str) -> Optional[float]:
     import datetime as dt
 
     try:
@@ -50,7 +155,7 @@ def first_node(env: Mapping[str, str]) -> Optional[str]:
         return None
 
 
-def _show_job(settings: Any, job_id: Optional[str], log: Any, node: str = "", env: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+def show_job(settings: Any, job_id: Optional[str], log: Any, node: str = "", env: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
     """``scontrol show job`` once per job, on its first node only: a 1,000-node
     job must not cost slurmctld 1,000 job reads at its end. The first node
     shares what it learned with the others through the report's evidence."""
@@ -69,7 +174,7 @@ def _show_job(settings: Any, job_id: Optional[str], log: Any, node: str = "", en
         return {}
 
 
-def _job_failed(exit_info: Mapping[str, Any], show: Mapping[str, str]) -> bool:
+def job_failed(exit_info: Mapping[str, Any], show: Mapping[str, str]) -> bool:
     state = (show.get("JobState") or "").upper()
     reason = (show.get("Reason") or "").lower()
     return bool(exit_info.get("exit_code") or exit_info.get("signal") or exit_info.get("derived_exit_code")) or \
@@ -151,7 +256,7 @@ def make_classifier(exit_info: Mapping[str, Any], show: Mapping[str, str]):
     return classifier
 
 
-def _write_local_evidence(ctx: Any, job_id: Optional[str], node: str, evidence: Dict[str, Any], log: Any) -> None:
+def write_local_evidence(ctx: Any, job_id: Optional[str], node: str, evidence: Dict[str, Any], log: Any) -> None:
     from gcm_checks.state import write_json_atomic
 
     name = "".join(c for c in f"{job_id or 'nojob'}.{node}" if c.isalnum() or c in "._-")
@@ -225,14 +330,14 @@ def job_facts(show: Mapping[str, str], exit_info: Optional[Mapping[str, Any]] = 
         facts["state"] = final_state(show["JobState"], show.get("Reason", ""), code, sig)
     if show.get("Partition"):
         facts["partition"] = show["Partition"]
-    st = _parse_slurm_time(show.get("StartTime", ""))
+    st = parse_slurm_time(show.get("StartTime", ""))
     if st is not None:
         facts["start"] = st
     if show.get("MailUser") and show.get("MailUser") not in ("(null)", ""):
         facts["mail_user"] = show["MailUser"]
-    for key, field in (("StdOut", "stdout"), ("StdErr", "stderr")):
+    for key, attr in (("StdOut", "stdout"), ("StdErr", "stderr")):
         if show.get(key) and "%" not in show[key]:
-            facts[field] = show[key]  # slurmctld's expanded path
+            facts[attr] = show[key]  # slurmctld's expanded path
     if show.get("NodeList"):
         from gcm_checks.hostlist import expand
 
@@ -263,7 +368,7 @@ def dcgm_level_after_failure(settings: Any, budget_s: float, log: Any) -> int:
     return want
 
 
-def _log_events(report: Optional[Mapping[str, Any]], node: str, drain_reason: Optional[str],
+def report_log_events(report: Optional[Mapping[str, Any]], node: str, drain_reason: Optional[str],
                 action: Optional[str]) -> List[Any]:
     """The job report this node assembled and its drain, as OTLP log records."""
     try:
@@ -283,7 +388,7 @@ def _log_events(report: Optional[Mapping[str, Any]], node: str, drain_reason: Op
         return []
 
 
-def _report(settings: Any, node: str, job_id: str, show: Mapping[str, str], exit_info: Mapping[str, Any],
+def report_job(settings: Any, node: str, job_id: str, show: Mapping[str, str], exit_info: Mapping[str, Any],
             evidence: Dict[str, Any], log: Any, restart_count: Optional[int] = None) -> Optional[Dict[str, Any]]:
     try:
         from gcm_checks.report import JobInfo, assemble_and_notify

@@ -41,7 +41,7 @@ def telemetry_on(settings: Any, mode: str) -> bool:
     return any(settings.get(k) for k in keys)
 
 
-def _telemetry(results: List[Any], settings: Any, node: str, job_id: Optional[str], mode: str, action: Optional[str],
+def export_metrics(results: List[Any], settings: Any, node: str, job_id: Optional[str], mode: str, action: Optional[str],
                log: Any, xids: Any = None, *, t0: Optional[float] = None, ctx: Any = None,
                drained: Optional[bool] = None, log_events: Any = (), job_runs: bool = False) -> None:
     """Metrics sinks (Prometheus textfile, OTLP) when configured; never a verdict.

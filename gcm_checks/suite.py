@@ -227,7 +227,7 @@ def _timed(fn: Any, ctx: Context) -> Tuple[Any, float]:
     return facts, time.monotonic() - t0
 
 
-def run_checks(args: Any, kind: str, ctx: Any, log: Any) -> Tuple[List[Any], Any, Optional[Any]]:
+def run_checks(kind: str, ctx: Any, log: Any) -> Tuple[List[Any], Any, Optional[Any]]:
     """Run the suite; return (results, verdict, the failure that names a drain)."""
     from gcm_checks.decide import pick_failure
     from gcm_checks.result import Status, verdict

@@ -204,13 +204,13 @@ def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float
     log.info("done", verdict=v.value, duration_s=round(time.monotonic() - t0, 4), actions=actions, decision=decision.admin)
     if not getattr(args, "dry_run", False):
         housekeeping(settings, node, log)
-    from gcm_checks.sinks import _telemetry
+    from gcm_checks.sinks import export_metrics
 
     drain_action = (actions.get("drain") or {}).get("action")
     # Health reads back our own drain record, so the one gcm_node_drained
     # series says what gcm holds now, whoever (prolog, epilog, health) drained.
     drained = slurm.drain_record(str(ctx.state_dir), node) is not None
-    _telemetry(results, settings, node, None, "health", drain_action, log,
+    export_metrics(results, settings, node, None, "health", drain_action, log,
                xids=[e.to_dict() for e in getattr(ctx.facts.get("xid"), "events", ())], t0=t0, ctx=ctx,
                drained=drained,
                log_events=_drain_events(actions, node) if settings.get("telemetry.otlp_endpoint") else ())
