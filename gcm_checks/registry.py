@@ -15,7 +15,10 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, List
 
 from gcm_checks.result import CheckResult
 
-TAGS = frozenset({"prolog", "epilog", "health", "qualify"})
+# The four suites; a check tagged with all of them runs wherever a GPU node
+# is judged (the GPU checks).
+EVERY_SUITE = ("prolog", "epilog", "health", "qualify")
+TAGS = frozenset(EVERY_SUITE)
 
 # fn(facts, settings) -> list of results. ``settings`` is the resolved node
 # configuration (gcm_checks.config.Settings).

@@ -10,10 +10,8 @@ from __future__ import annotations
 from typing import Any, Callable, List, Optional
 
 from gcm_checks.gather.nvml import GpuFacts, GpuSnapshot, error_cause, error_name
-from gcm_checks.registry import gatherer, register
+from gcm_checks.registry import EVERY_SUITE, gatherer, register
 from gcm_checks.result import CheckResult, Status, failed, passed, unknown, warned
-
-PROLOG = ("prolog", "epilog", "health", "qualify")
 
 
 @gatherer("gpu")
@@ -91,7 +89,7 @@ def _per_gpu(
     return out
 
 
-@register("gpu.nvml", tags=PROLOG, needs="gpu")
+@register("gpu.nvml", tags=EVERY_SUITE, needs="gpu")
 def check_nvml(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """NVML starts: driver loaded, library and driver versions agree, permissions."""
     expected = _expected(settings)
@@ -128,7 +126,7 @@ def check_nvml(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     return [passed("gpu.nvml", f"NVML ok, driver {facts.driver_version}", driver=facts.driver_version)]
 
 
-@register("gpu.count", tags=PROLOG, needs="gpu")
+@register("gpu.count", tags=EVERY_SUITE, needs="gpu")
 def check_count(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """The node has the GPUs it should have."""
     expected = _expected(settings)
@@ -169,7 +167,7 @@ def _count_against_bus(facts: GpuFacts) -> List[CheckResult]:
     return [passed("gpu.count", f"{seen} (gpu.count not set)", expected=on_bus, found=found, source="pci")]
 
 
-@register("gpu.responsive", tags=PROLOG, needs="gpu")
+@register("gpu.responsive", tags=EVERY_SUITE, needs="gpu")
 def check_responsive(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """Every GPU answers NVML (not fallen off the bus, not wedged)."""
     if not _usable(facts) or not facts.gpus:
@@ -204,7 +202,7 @@ def _code_of(name: Optional[str]) -> Optional[int]:
     return None
 
 
-@register("gpu.ecc.uncorrectable", tags=PROLOG, needs="gpu")
+@register("gpu.ecc.uncorrectable", tags=EVERY_SUITE, needs="gpu")
 def check_ecc(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """Volatile uncorrectable ECC errors at or below the threshold."""
     limit = settings.get("gpu.ecc_uncorrected_max")
@@ -219,7 +217,7 @@ def check_ecc(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     return _per_gpu("gpu.ecc.uncorrectable", facts, judge, "no uncorrectable ECC errors", ("ecc",))
 
 
-@register("gpu.retired_pages.pending", tags=PROLOG, needs="gpu")
+@register("gpu.retired_pages.pending", tags=EVERY_SUITE, needs="gpu")
 def check_retired_pages(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """No page retirement waiting for a reset (pre-Ampere)."""
 
@@ -231,7 +229,7 @@ def check_retired_pages(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     return _per_gpu("gpu.retired_pages.pending", facts, judge, "no page retirement pending", ("retired_pages",))
 
 
-@register("gpu.row_remap", tags=PROLOG, needs="gpu")
+@register("gpu.row_remap", tags=EVERY_SUITE, needs="gpu")
 def check_row_remap(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """Row remapping neither pending (needs reset) nor failed (needs RMA)."""
 
@@ -245,7 +243,7 @@ def check_row_remap(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     return _per_gpu("gpu.row_remap", facts, judge, "no row remapping pending or failed", ("remapped_rows",))
 
 
-@register("gpu.pcie.width", tags=PROLOG, needs="gpu")
+@register("gpu.pcie.width", tags=EVERY_SUITE, needs="gpu")
 def check_pcie(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """PCIe link trained at full width. A lower *generation* alone is normal
     at idle (power saving), so only the width is judged."""
@@ -260,7 +258,7 @@ def check_pcie(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     return _per_gpu("gpu.pcie.width", facts, judge, "PCIe links at full width", ("pcie",))
 
 
-@register("gpu.temperature", tags=PROLOG, needs="gpu")
+@register("gpu.temperature", tags=EVERY_SUITE, needs="gpu")
 def check_temperature(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """GPU temperature below the configured limit before a job starts."""
     limit = settings.get("gpu.temperature_max_c")
@@ -277,7 +275,7 @@ def check_temperature(facts: GpuFacts, settings: Any) -> List[CheckResult]:
 HW_THROTTLE = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
 
 
-@register("gpu.throttle", tags=PROLOG, needs="gpu")
+@register("gpu.throttle", tags=EVERY_SUITE, needs="gpu")
 def check_throttle(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """No hardware clock slowdown (thermal, power brake). Software power
     capping and idle clocks are normal."""
@@ -292,7 +290,7 @@ def check_throttle(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     return _per_gpu("gpu.throttle", facts, judge, "no hardware slowdown", ("throttle",))
 
 
-@register("gpu.persistence_mode", tags=PROLOG, needs="gpu")
+@register("gpu.persistence_mode", tags=EVERY_SUITE, needs="gpu")
 def check_persistence(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """Persistence mode on (otherwise every job start re-initialises the GPU)."""
 
