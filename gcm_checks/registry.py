@@ -55,6 +55,21 @@ def register(check_id: str, *, tags: Iterable[str], needs: str) -> Callable[[Che
     return deco
 
 
+def run_check(spec: CheckSpec, facts: Any, settings: Any) -> List[CheckResult]:
+    """Call one check as every suite does: its results carry the row's id
+    (a check says only what it found), and an exception in it - our bug - is
+    ``unknown``, never a drain."""
+    from dataclasses import replace
+
+    from gcm_checks.result import unknown
+
+    try:
+        out = spec.fn(facts, settings)
+    except Exception as e:  # noqa: BLE001 - our bug is "unknown", never a drain
+        return [unknown(spec.id, f"internal error in check: {type(e).__name__}: {e}")]
+    return [r if r.check == spec.id else replace(r, check=spec.id) for r in out]
+
+
 def gatherer(name: str) -> Callable[[GatherFn], GatherFn]:
     def deco(fn: GatherFn) -> GatherFn:
         GATHERERS[name] = fn

@@ -173,7 +173,7 @@ def unknown_disabled(disabled: List[Any]) -> List[str]:
 def run_suite(tag: str, ctx: Context) -> List[CheckResult]:
     from gcm_checks.checks import load_all
     from gcm_checks.deadline import DeadlineExceeded, run_all
-    from gcm_checks.registry import GATHERERS, select
+    from gcm_checks.registry import GATHERERS, run_check, select
 
     load_all(tag)
     disabled = ctx.settings.get("checks.disabled", []) or []
@@ -210,10 +210,7 @@ def run_suite(tag: str, ctx: Context) -> List[CheckResult]:
         facts, gather_s = value
         ctx.facts[spec.needs] = facts
         t0 = time.monotonic()
-        try:
-            out = spec.fn(facts, ctx.settings)
-        except Exception as e:  # noqa: BLE001 - our bug is "unknown", never a drain
-            out = [unknown(spec.id, f"internal error in check: {type(e).__name__}: {e}")]
+        out = run_check(spec, facts, ctx.settings)  # stamps the row's id on each result
         dt = gather_s + (time.monotonic() - t0)
         from dataclasses import replace
 

@@ -6,7 +6,7 @@ Nothing here is imported by production code.
 from __future__ import annotations
 
 import json
-from typing import Dict, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 
 # --------------------------------------------------------------------------
@@ -110,15 +110,45 @@ def kernel_xid_line(
 def settings(data: Optional[Mapping] = None, *, node: str = "n1", **sections: Mapping):
     """Settings as the node ``node`` resolves them (``config.resolve``): the
     schema's defaults, then ``data`` (a parsed config file, ``nodes:``
-    sections included), then ``sections`` (``gpu={"count": 4}``) on top.
+    sections included; a dotted key such as ``"gpu.count"`` nests), then ``sections`` (``gpu={"count": 4}``) on top.
     Validated like a real file, so a misspelt key fails the test."""
     from gcm_checks import config
 
-    merged: Dict = dict(data or {})
+    merged: Dict = {}
+    for key, value in (data or {}).items():
+        # A dotted key ("infiniband.min_rate_gbps") nests, as settings.get reads it.
+        *path, last = key.split(".")
+        at = merged
+        for part in path:
+            at = at.setdefault(part, {})
+        at[last] = value
     for name, values in sections.items():
         merged[name] = {**(merged.get(name) or {}), **values}
     config._validate_section("(test)", merged, config.SCHEMA, "", allow_nodes=True)
     return config.resolve(merged, node, "(test)")
+
+
+def context(settings_: Any = None, state_dir: Any = None, **kw: Any):
+    """The suite's context (``suite.Context``) a gatherer is handed, on real
+    (not simulated) hardware paths: ``settings_`` (default: ``settings()``),
+    ``state_dir``, and any other field (``sim=``, ``window=``, ``dry_run=``)."""
+    from pathlib import Path
+
+    from gcm_checks.suite import Context
+
+    s = settings_ if settings_ is not None else settings()
+    return Context(settings=s, node=getattr(s, "node", "") or "n1",
+                   state_dir=Path(state_dir) if state_dir is not None else Path("/nonexistent/gcm-state"), **kw)
+
+
+def run_checks(facts: Any, settings_: Any, *check_ids: str) -> List:
+    """The registered checks ``check_ids`` over ``facts``, called as the suite
+    calls them (``registry.run_check``): each result carries its check's id."""
+    from gcm_checks.checks import load_all
+    from gcm_checks.registry import CHECKS, run_check
+
+    load_all()
+    return [r for cid in check_ids for r in run_check(CHECKS[cid], facts, settings_)]
 
 
 def gpu(index: int = 0, **fields):

@@ -193,7 +193,9 @@ def test_fatal_sxid_fails_naming_switch_and_link_non_fatal_warns():
 def test_fatal_sxid_drain_reason_names_switch_and_link():
     from gcm_checks.slurm import make_drain_reason
 
-    (r, *_) = [r for r in xchecks.check_xid_nvswitch(_facts("xid79_with_followers.dmesg"), {})
+    from gcm_checks import testing
+
+    (r, *_) = [r for r in testing.run_checks(_facts("xid79_with_followers.dmesg"), testing.settings(), "xid.nvswitch")
                if r.status.value == "fail"]
     reason = make_drain_reason(r.check, r.subject, r.message)
     assert reason.startswith("gcm: SXid 20034 nvswitch1 (xid.nvswitch)") and "link 48" in reason and "SXid 20034" in reason

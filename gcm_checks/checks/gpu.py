@@ -11,7 +11,7 @@ from typing import Any, Callable, List, Optional
 
 from gcm_checks.gather.nvml import GpuFacts, GpuSnapshot, error_cause, error_name
 from gcm_checks.registry import EVERY_SUITE, gatherer, register
-from gcm_checks.result import CheckResult, Status, failed, passed, unknown, warned
+from gcm_checks.result import CheckResult, Status, cannot_tell, fail, ok, warn
 
 
 @gatherer("gpu")
@@ -60,7 +60,6 @@ def _usable(facts: GpuFacts) -> bool:
 
 
 def _per_gpu(
-    check_id: str,
     facts: GpuFacts,
     judge: Callable[[GpuSnapshot], Optional[CheckResult]],
     ok_message: str,
@@ -79,13 +78,13 @@ def _per_gpu(
             continue
         bad = [f for f in fields if f in g.errors] or (["handle"] if "handle" in g.errors else [])
         if bad:
-            out.append(unknown(check_id, f"could not read {bad[0]}: {g.errors[bad[0]]}", g.subject))
+            out.append(cannot_tell(f"could not read {bad[0]}: {g.errors[bad[0]]}", g.subject))
             continue
         r = judge(g)
         if r is not None:
             out.append(r)
     if not out:
-        out.append(passed(check_id, ok_message, "", gpus=len(facts.gpus)))
+        out.append(ok(ok_message, "", gpus=len(facts.gpus)))
     return out
 
 
@@ -98,17 +97,17 @@ def check_nvml(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     # GPU node (zero-config rule, docs/slurm.md).
     gpu_node = bool(expected) if expected is not None else bool(on_bus)
     if facts.import_error:
-        return [unknown("gpu.nvml", f"pynvml (nvidia-ml-py) not importable: {facts.import_error}; reinstall gcm-checks")]
+        return [cannot_tell(f"pynvml (nvidia-ml-py) not importable: {facts.import_error}; reinstall gcm-checks")]
     if facts.init_hang:
         if not facts.deadline_full:
-            return [unknown("gpu.nvml", f"nvmlInit did not answer within the {facts.deadline_s:.2f}s left of the run budget "
+            return [cannot_tell(f"nvmlInit did not answer within the {facts.deadline_s:.2f}s left of the run budget "
                                         "(less than its own deadline, or the process was starved of CPU): could not tell")]
         msg = "NVML did not answer within the deadline: driver wedged; reboot the node"
-        return [failed("gpu.nvml", msg) if gpu_node or expected is None else unknown("gpu.nvml", msg)]
+        return [fail(msg) if gpu_node or expected is None else cannot_tell(msg)]
     if facts.init_error is not None:
         msg = f"NVML cannot start: {error_name(facts.init_error)}: {error_cause(facts.init_error)}"
         if expected == 0:
-            return [passed("gpu.nvml", "no GPUs expected on this node", nvml_error=error_name(facts.init_error))]
+            return [ok("no GPUs expected on this node", nvml_error=error_name(facts.init_error))]
         # On a node that should have GPUs no job can use them: fail. That
         # includes NVML_ERROR_LIB_RM_VERSION_MISMATCH: the node is unusable
         # until it reboots onto the new driver.
@@ -116,14 +115,14 @@ def check_nvml(facts: GpuFacts, settings: Any) -> List[CheckResult]:
             if expected is None:
                 module = "" if facts.pci.nvidia_module else "; the nvidia kernel module is not loaded"
                 msg += f" ({_on_bus(on_bus or 0)}{module})"
-            return [failed("gpu.nvml", msg)]
+            return [fail(msg)]
         if on_bus == 0:
-            return [passed("gpu.nvml", f"no NVIDIA GPUs on the PCI bus ({error_name(facts.init_error)})",
+            return [ok(f"no NVIDIA GPUs on the PCI bus ({error_name(facts.init_error)})",
                            nvml_error=error_name(facts.init_error))]
         # The bus could not be read and no count is configured: we cannot
         # tell a GPU node from a CPU node.
-        return [unknown("gpu.nvml", msg + " (set gpu.count to judge)")]
-    return [passed("gpu.nvml", f"NVML ok, driver {facts.driver_version}", driver=facts.driver_version)]
+        return [cannot_tell(msg + " (set gpu.count to judge)")]
+    return [ok(f"NVML ok, driver {facts.driver_version}", driver=facts.driver_version)]
 
 
 @register("gpu.count", tags=EVERY_SUITE, needs="gpu")
@@ -136,11 +135,11 @@ def check_count(facts: GpuFacts, settings: Any) -> List[CheckResult]:
         return _count_against_bus(facts)
     found = facts.count or 0
     if found < expected:
-        return [failed("gpu.count", f"expected {expected} GPUs, NVML sees {found}: a GPU is missing from the bus; check dmesg and reseat/RMA",
+        return [fail(f"expected {expected} GPUs, NVML sees {found}: a GPU is missing from the bus; check dmesg and reseat/RMA",
                        expected=expected, found=found)]
     if found > expected:
-        return [warned("gpu.count", f"expected {expected} GPUs, NVML sees {found}: update gpu.count", expected=expected, found=found)]
-    return [passed("gpu.count", f"{found} GPUs as expected", expected=expected, found=found)]
+        return [warn(f"expected {expected} GPUs, NVML sees {found}: update gpu.count", expected=expected, found=found)]
+    return [ok(f"{found} GPUs as expected", expected=expected, found=found)]
 
 
 def _count_against_bus(facts: GpuFacts) -> List[CheckResult]:
@@ -160,11 +159,11 @@ def _count_against_bus(facts: GpuFacts) -> List[CheckResult]:
         unlisted = unlisted if found < on_bus else []
     if unlisted or found < on_bus:
         where = ", ".join(unlisted) if unlisted else "?"
-        return [failed("gpu.count", f"{_on_bus(on_bus)}, NVML lists {found}: not listed by NVML: {where}; "
+        return [fail(f"{_on_bus(on_bus)}, NVML lists {found}: not listed by NVML: {where}; "
                        "check dmesg for the GPU (RmInitAdapter, XID 79), reseat or RMA",
                        expected=on_bus, found=found, unlisted=unlisted, source="pci")]
     seen = f"{found} GPUs, as on the PCI bus" if found == on_bus else f"NVML lists {found} GPUs, {_on_bus(on_bus)} (partial sysfs view)"
-    return [passed("gpu.count", f"{seen} (gpu.count not set)", expected=on_bus, found=found, source="pci")]
+    return [ok(f"{seen} (gpu.count not set)", expected=on_bus, found=found, source="pci")]
 
 
 @register("gpu.responsive", tags=EVERY_SUITE, needs="gpu")
@@ -180,17 +179,17 @@ def check_responsive(facts: GpuFacts, settings: Any) -> List[CheckResult]:
                 msg = "GPU has fallen off the bus (NVML_ERROR_GPU_IS_LOST): reset the GPU or reboot"
             else:
                 msg = f"GPU unusable ({g.broken_error}): {error_cause(_code_of(g.broken_error))}"
-            out.append(failed("gpu.responsive", msg, g.subject))
+            out.append(fail(msg, g.subject))
         elif not g.responsive and not getattr(facts, "deadline_full", True):
             # Our budget or CPU starvation ended the wait, not the GPU's own
             # deadline: budgets measure hardware, never us (rule 2).
-            out.append(unknown("gpu.responsive", f"NVML did not answer within the {timeout:.2f}s left of the run budget "
+            out.append(cannot_tell(f"NVML did not answer within the {timeout:.2f}s left of the run budget "
                                                  "(less than gpu.nvml_timeout_s, or the process was starved of CPU): could not tell",
                                g.subject))
         elif not g.responsive:
-            out.append(failed("gpu.responsive", f"NVML calls did not return within {timeout:.1f}s: GPU or driver wedged; reboot",
+            out.append(fail(f"NVML calls did not return within {timeout:.1f}s: GPU or driver wedged; reboot",
                               g.subject))
-    return out or [passed("gpu.responsive", f"all {len(facts.gpus)} GPUs answer NVML")]
+    return out or [ok(f"all {len(facts.gpus)} GPUs answer NVML")]
 
 
 def _code_of(name: Optional[str]) -> Optional[int]:
@@ -210,11 +209,11 @@ def check_ecc(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     def judge(g: GpuSnapshot) -> Optional[CheckResult]:
         n = g.ecc_uncorrected_volatile
         if n is not None and n > limit:
-            return failed("gpu.ecc.uncorrectable", f"{n} uncorrectable ECC errors since driver load (max {limit}): reset the GPU; RMA if it recurs",
+            return fail(f"{n} uncorrectable ECC errors since driver load (max {limit}): reset the GPU; RMA if it recurs",
                           g.subject, count=n)
         return None
 
-    return _per_gpu("gpu.ecc.uncorrectable", facts, judge, "no uncorrectable ECC errors", ("ecc",))
+    return _per_gpu(facts, judge, "no uncorrectable ECC errors", ("ecc",))
 
 
 @register("gpu.retired_pages.pending", tags=EVERY_SUITE, needs="gpu")
@@ -223,10 +222,10 @@ def check_retired_pages(facts: GpuFacts, settings: Any) -> List[CheckResult]:
 
     def judge(g: GpuSnapshot) -> Optional[CheckResult]:
         if g.retired_pages_pending:
-            return failed("gpu.retired_pages.pending", "page retirement pending: reset the GPU so bad memory is retired", g.subject)
+            return fail("page retirement pending: reset the GPU so bad memory is retired", g.subject)
         return None
 
-    return _per_gpu("gpu.retired_pages.pending", facts, judge, "no page retirement pending", ("retired_pages",))
+    return _per_gpu(facts, judge, "no page retirement pending", ("retired_pages",))
 
 
 @register("gpu.row_remap", tags=EVERY_SUITE, needs="gpu")
@@ -235,12 +234,12 @@ def check_row_remap(facts: GpuFacts, settings: Any) -> List[CheckResult]:
 
     def judge(g: GpuSnapshot) -> Optional[CheckResult]:
         if g.remap_failure:
-            return failed("gpu.row_remap", "row remapping failed: no spare rows left; RMA the GPU", g.subject)
+            return fail("row remapping failed: no spare rows left; RMA the GPU", g.subject)
         if g.remap_pending:
-            return failed("gpu.row_remap", "row remapping pending: reset the GPU to apply it", g.subject)
+            return fail("row remapping pending: reset the GPU to apply it", g.subject)
         return None
 
-    return _per_gpu("gpu.row_remap", facts, judge, "no row remapping pending or failed", ("remapped_rows",))
+    return _per_gpu(facts, judge, "no row remapping pending or failed", ("remapped_rows",))
 
 
 @register("gpu.pcie.width", tags=EVERY_SUITE, needs="gpu")
@@ -250,12 +249,11 @@ def check_pcie(facts: GpuFacts, settings: Any) -> List[CheckResult]:
 
     def judge(g: GpuSnapshot) -> Optional[CheckResult]:
         if g.pcie_width is not None and g.pcie_max_width is not None and g.pcie_width < g.pcie_max_width:
-            return failed("gpu.pcie.width",
-                          f"PCIe link x{g.pcie_width} of x{g.pcie_max_width} (gen {g.pcie_gen}/{g.pcie_max_gen}): reseat GPU/riser, check retimer",
+            return fail(f"PCIe link x{g.pcie_width} of x{g.pcie_max_width} (gen {g.pcie_gen}/{g.pcie_max_gen}): reseat GPU/riser, check retimer",
                           g.subject, width=g.pcie_width, max_width=g.pcie_max_width)
         return None
 
-    return _per_gpu("gpu.pcie.width", facts, judge, "PCIe links at full width", ("pcie",))
+    return _per_gpu(facts, judge, "PCIe links at full width", ("pcie",))
 
 
 @register("gpu.temperature", tags=EVERY_SUITE, needs="gpu")
@@ -265,11 +263,11 @@ def check_temperature(facts: GpuFacts, settings: Any) -> List[CheckResult]:
 
     def judge(g: GpuSnapshot) -> Optional[CheckResult]:
         if g.temperature_c is not None and g.temperature_c >= limit:
-            return failed("gpu.temperature", f"{g.temperature_c} C at or above {limit} C: check cooling/fans",
+            return fail(f"{g.temperature_c} C at or above {limit} C: check cooling/fans",
                           g.subject, temperature_c=g.temperature_c)
         return None
 
-    return _per_gpu("gpu.temperature", facts, judge, f"temperatures below {limit} C", ("temperature",))
+    return _per_gpu(facts, judge, f"temperatures below {limit} C", ("temperature",))
 
 
 HW_THROTTLE = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
@@ -283,11 +281,11 @@ def check_throttle(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     def judge(g: GpuSnapshot) -> Optional[CheckResult]:
         hw = [r for r in g.throttle_reasons if r in HW_THROTTLE]
         if hw:
-            return warned("gpu.throttle", f"hardware clock slowdown active ({', '.join(hw)}): check cooling and power supply",
+            return warn(f"hardware clock slowdown active ({', '.join(hw)}): check cooling and power supply",
                           g.subject, reasons=list(g.throttle_reasons))
         return None
 
-    return _per_gpu("gpu.throttle", facts, judge, "no hardware slowdown", ("throttle",))
+    return _per_gpu(facts, judge, "no hardware slowdown", ("throttle",))
 
 
 @register("gpu.persistence_mode", tags=EVERY_SUITE, needs="gpu")
@@ -296,10 +294,10 @@ def check_persistence(facts: GpuFacts, settings: Any) -> List[CheckResult]:
 
     def judge(g: GpuSnapshot) -> Optional[CheckResult]:
         if g.persistence_mode is False:
-            return warned("gpu.persistence_mode", "persistence mode off: enable nvidia-persistenced", g.subject)
+            return warn("persistence mode off: enable nvidia-persistenced", g.subject)
         return None
 
-    return _per_gpu("gpu.persistence_mode", facts, judge, "persistence mode on", ("persistence_mode",))
+    return _per_gpu(facts, judge, "persistence mode on", ("persistence_mode",))
 
 
 @register("gpu.processes", tags=("prolog", "health", "qualify"), needs="gpu")
@@ -324,14 +322,14 @@ def check_processes(facts: GpuFacts, settings: Any) -> List[CheckResult]:
             pids = ", ".join(f"{p['pid']} of ended job {ended[int(p['pid'])]}" if int(p["pid"]) in ended else str(p["pid"])
                              for p in leftovers)
             mib = sum(p.get("used_memory_mib", 0) for p in leftovers)
-            return CheckResult("gpu.processes", status,
+            return CheckResult("", status,
                                f"{len(leftovers)} leftover compute process(es) (pid {pids}, {mib} MiB) in no running job: kill them or reboot",
                                g.subject, details={"processes": list(leftovers)})
         return None
 
-    out = _per_gpu("gpu.processes", facts, judge, "no leftover GPU processes", ("processes",))
+    out = _per_gpu(facts, judge, "no leftover GPU processes", ("processes",))
     if owned and len(out) == 1 and out[0].status is Status.PASS:
         jobs = sorted({p["job"] for p in owned})
-        out = [passed("gpu.processes", f"no leftover GPU processes ({len(owned)} belong to running job(s) {', '.join(jobs)})",
+        out = [ok(f"no leftover GPU processes ({len(owned)} belong to running job(s) {', '.join(jobs)})",
                       "", owned=owned)]
     return out
