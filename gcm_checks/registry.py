@@ -2,8 +2,10 @@
 
 A check is a small function over gathered facts that returns results. It never
 prints, exits, sleeps, drains or sends mail (STYLE.md practice 1). It declares
-which gatherer it needs ("gpu", "ib", "xid", "dcgm", ...); the runner gathers
-each needed area once, concurrently and under deadlines, then calls the checks.
+which gatherer it needs ("gpu", "ib", "xid", "dcgm", ...); the suite
+(gcm_checks.suite) gathers each needed area once, concurrently and under
+deadlines, then calls the checks through ``run_check``, which stamps the
+check's id on its results.
 
 Check modules are imported by ``gcm_checks.checks.load_all`` - one place to grep.
 """
@@ -23,7 +25,8 @@ TAGS = frozenset(EVERY_SUITE)
 # fn(facts, settings) -> list of results. ``settings`` is the resolved node
 # configuration (gcm_checks.config.Settings).
 CheckFn = Callable[[Any, Any], List[CheckResult]]
-# gatherer(ctx) -> facts. ``ctx`` is gcm_checks.runner.Context.
+# gatherer(ctx) -> facts. ``ctx`` is gcm_checks.suite.Context; only gatherers
+# see it, checks get the facts.
 GatherFn = Callable[[Any], Any]
 
 

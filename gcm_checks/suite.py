@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from gcm_checks.registry import gatherer
 from gcm_checks.result import CheckResult, Status, failed, unknown
 
 # Margin kept at the end of the budget for judging, logging and the Slurm call.
@@ -139,6 +140,33 @@ class Context:
                 # simulated sysfs tree; leave the rest for tmp cleaning.
                 pass
         self._tmpdirs.clear()
+
+
+@gatherer("gpu")
+def gather_gpu(ctx: Context) -> Any:
+    """The GPU area's facts: the run's NVML snapshot (``Context.gpu_facts``,
+    shared with the XID scan) with what the PCI bus shows and who owns the
+    GPU processes. The suite gathers them and hands them to the GPU checks;
+    the checks never see the context."""
+    from dataclasses import replace
+
+    facts = ctx.gpu_facts()
+    extra: dict = {}
+    # Neither extra may cost the NVML facts: a failure leaves it None, which
+    # the checks read as "cannot tell" (no bus comparison; no job owners).
+    try:
+        extra["pci"] = ctx.pci_facts()
+    except Exception:  # noqa: BLE001 - our bug or an odd sysfs: not a GPU fault
+        pass
+    pids = [int(p["pid"]) for g in facts.gpus for p in g.processes]
+    if pids:
+        from gcm_checks.gather import jobs
+
+        try:
+            extra["jobs"] = jobs.gather(str(ctx.sysfs_root()), pids, str(ctx.state_dir) if ctx.state_dir else None, ctx.node)
+        except Exception:  # noqa: BLE001
+            pass
+    return replace(facts, **extra) if extra else facts
 
 
 def _apply_severity(r: CheckResult, overrides: Dict[str, str]) -> CheckResult:

@@ -1,4 +1,5 @@
-"""GPU checks over one NVML snapshot (gcm_checks.gather.nvml).
+"""GPU checks over one NVML snapshot (gcm_checks.gather.nvml), gathered by
+the suite (``suite.gather_gpu``) and handed to each check.
 
 Each check returns one ``pass`` line for the node when every GPU is fine, and
 one result per GPU otherwise, so a report stays short on healthy nodes and
@@ -10,35 +11,8 @@ from __future__ import annotations
 from typing import Any, Callable, List, Optional
 
 from gcm_checks.gather.nvml import GpuFacts, GpuSnapshot, error_cause, error_name
-from gcm_checks.registry import EVERY_SUITE, gatherer, register
+from gcm_checks.registry import EVERY_SUITE, register
 from gcm_checks.result import CheckResult, Status, cannot_tell, fail, ok, warn
-
-
-@gatherer("gpu")
-def gather_gpu(ctx: Any) -> GpuFacts:
-    from dataclasses import replace
-
-    facts = ctx.gpu_facts()
-    extra: dict = {}
-    # Neither extra may cost the NVML facts: a failure leaves it None, which
-    # the checks read as "cannot tell" (no bus comparison; no job owners).
-    pci_facts = getattr(ctx, "pci_facts", None)
-    if pci_facts is not None:
-        try:
-            extra["pci"] = pci_facts()
-        except Exception:  # noqa: BLE001 - our bug or an odd sysfs: not a GPU fault
-            pass
-    pids = [int(p["pid"]) for g in facts.gpus for p in g.processes]
-    if pids:
-        from gcm_checks.gather import jobs
-
-        try:
-            root = ctx.sysfs_root() if callable(getattr(ctx, "sysfs_root", None)) else "/"
-            state_dir = getattr(ctx, "state_dir", None)
-            extra["jobs"] = jobs.gather(str(root), pids, str(state_dir) if state_dir else None, getattr(ctx, "node", ""))
-        except Exception:  # noqa: BLE001
-            pass
-    return replace(facts, **extra) if extra else facts
 
 
 def _expected(settings: Any) -> Optional[int]:
