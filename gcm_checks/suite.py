@@ -20,7 +20,7 @@ from gcm_checks.result import CheckResult, Status, failed, unknown
 JUDGE_MARGIN_S = 0.3
 # Areas where a gatherer that outlives the whole run budget means the
 # hardware is wedged. None: the GPU gatherer judges each GPU against its own
-# NVML deadline and always returns inside the budget, so when the runner's
+# NVML deadline and always returns inside the budget, so when the suite's
 # deadline fires first it was our time that ran out (interpreter start-up,
 # CPU contention with 50 prologs at once) - "could not tell", never a drain.
 HANG_IS_FAILURE: set = set()
@@ -77,7 +77,7 @@ class Context:
             if self._gpu_facts is None:
                 from gcm_checks.gather import nvml
 
-                # Finish inside the runner's gather deadline so a hung GPU is
+                # Finish inside the suite's gather deadline so a hung GPU is
                 # judged per GPU (gpu.responsive), not as a whole-area timeout.
                 # The deadlines passed are the hardware's own; ``total`` (our
                 # budget) may cut them short, and gather then marks the facts

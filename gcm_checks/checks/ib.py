@@ -152,7 +152,7 @@ def expected_ports(settings: Any) -> List[ExpectedPort]:
         elif isinstance(item, Mapping) and item.get("device"):
             add(str(item["device"]), item.get("ports", item.get("port", [1])), item.get("rate_gbps"), item.get("link_layer"))
         else:
-            # The runner turns this into "unknown" with this text: a config
+            # The suite turns this into "unknown" with this text: a config
             # mistake must not pass silently, nor drain.
             raise ValueError(f"infiniband.expected: {item!r} is neither a device name nor {{device, ports, rate_gbps, link_layer}}")
     return sorted(out.values(), key=lambda e: (e.device, e.port))
