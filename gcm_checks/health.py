@@ -39,6 +39,55 @@ from typing import Any, Dict, List, Optional
 FEATURE_VERIFY_S = 600.0
 
 
+class HealthRun:
+    """What one health run decided and did, for the command to print."""
+
+    __slots__ = ("results", "verdict", "actions", "decision", "drain_action")
+
+    def __init__(self, results: List[Any], verdict: Any, actions: Dict[str, Any], decision: Any,
+                 drain_action: Optional[str]) -> None:
+        self.results, self.verdict, self.actions = results, verdict, actions
+        self.decision, self.drain_action = decision, drain_action
+
+
+def run(args: Any, settings: Any, node: str, log: Any, t0: float) -> HealthRun:
+    """One health run: the suite, the decision and every Slurm side effect
+    (drain, resume, features), then housekeeping and metrics, which never
+    change the verdict. ``args``: the command line (``sim``, ``budget``,
+    ``dry_run``, ``json``, ``reapply``, ``no_resume``)."""
+    import sys
+
+    from gcm_checks import slurm, suite
+    from gcm_checks.node_action import node_context
+    from gcm_checks.sinks import export_metrics, telemetry_on
+
+    ctx = suite.build_context(settings, sim=args.sim, budget_s=args.budget, dry_run=bool(getattr(args, "dry_run", False)))
+    ctx.hw_telemetry = telemetry_on(settings, "health")
+    ctx.started = t0
+    results, v, _ = suite.run_checks("health", ctx, log)
+    backend = slurm.backend_from_settings(settings, dry_run=getattr(args, "dry_run", False),
+                                          out=sys.stderr if args.json else sys.stdout, log=log)
+    resume = bool(settings.get("slurm.resume_on_pass", True)) and not args.no_resume
+    actions = decide_and_apply(backend, node, results, state_dir=str(ctx.state_dir), log=log,
+                               verify_features=args.reapply, context=node_context(args, settings, resume_on_pass=resume),
+                               settings=settings)
+    decision = actions.pop("_decision")
+    if decision.brake:
+        v = decision.verdict  # suspected cluster-wide cause: unknown, not a hardware verdict
+    log.info("done", verdict=v.value, duration_s=round(time.monotonic() - t0, 4), actions=actions, decision=decision.admin)
+    if not getattr(args, "dry_run", False):
+        housekeeping(settings, node, log)
+    drain_action = (actions.get("drain") or {}).get("action")
+    # Health reads back our own drain record, so the one gcm_node_drained
+    # series says what gcm holds now, whoever (prolog, epilog, health) drained.
+    drained = slurm.drain_record(str(ctx.state_dir), node) is not None
+    export_metrics(results, settings, node, None, "health", drain_action, log,
+                   xids=[e.to_dict() for e in getattr(ctx.facts.get("xid"), "events", ())], t0=t0, ctx=ctx,
+                   drained=drained,
+                   log_events=_drain_events(actions, node) if settings.get("telemetry.otlp_endpoint") else ())
+    return HealthRun(results, v, actions, decision, drain_action)
+
+
 def housekeeping(settings: Any, node: str, log: Any) -> None:
     """The periodic chores health mode carries, after the verdict and never
     able to change it: retry undelivered notifications and assemble job

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import Any
 
 from gcm_checks.commands._suite import add_common
@@ -48,52 +47,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float) -> int:
-    from gcm_checks import slurm, suite
+    from gcm_checks import health
     from gcm_checks.commands._suite import emit_json, render_table, result_rows, summary_line
-    from gcm_checks.result import Status, verdict
+    from gcm_checks.result import Status
 
-    ctx = suite.build_context(settings, sim=args.sim, budget_s=args.budget, dry_run=bool(getattr(args, "dry_run", False)))
-    from gcm_checks.sinks import telemetry_on
-
-    ctx.hw_telemetry = telemetry_on(settings, "health")
-    ctx.started = t0
-    log.info("start", sim=ctx.sim.get("name") if ctx.sim else None, budget_s=ctx.budget_s, config=settings.source)
-    try:
-        results = suite.run_suite("health", ctx)
-    finally:
-        ctx.close()
-    for w in ctx.config_warnings:
-        log.warning("config_warning", detail=w)
-    v = verdict(results)
-    for r in results:
-        if r.status is not Status.PASS:
-            log.info("result", **r.to_dict())
-    backend = slurm.backend_from_settings(settings, dry_run=getattr(args, "dry_run", False),
-                                          out=sys.stderr if args.json else sys.stdout, log=log)
-    resume = bool(settings.get("slurm.resume_on_pass", True)) and not args.no_resume
-    from gcm_checks.node_action import node_context
-
-    from gcm_checks.health import _drain_events, decide_and_apply, housekeeping
-
-    actions = decide_and_apply(backend, node, results, state_dir=str(ctx.state_dir), log=log,
-                               verify_features=args.reapply, context=node_context(args, settings, resume_on_pass=resume),
-                               settings=settings)
-    decision = actions.pop("_decision")
-    if decision.brake:
-        v = decision.verdict  # suspected cluster-wide cause: unknown, not a hardware verdict
-    log.info("done", verdict=v.value, duration_s=round(time.monotonic() - t0, 4), actions=actions, decision=decision.admin)
-    if not getattr(args, "dry_run", False):
-        housekeeping(settings, node, log)
-    from gcm_checks.sinks import export_metrics
-
-    drain_action = (actions.get("drain") or {}).get("action")
-    # Health reads back our own drain record, so the one gcm_node_drained
-    # series says what gcm holds now, whoever (prolog, epilog, health) drained.
-    drained = slurm.drain_record(str(ctx.state_dir), node) is not None
-    export_metrics(results, settings, node, None, "health", drain_action, log,
-                   xids=[e.to_dict() for e in getattr(ctx.facts.get("xid"), "events", ())], t0=t0, ctx=ctx,
-                   drained=drained,
-                   log_events=_drain_events(actions, node) if settings.get("telemetry.otlp_endpoint") else ())
+    out = health.run(args, settings, node, log, t0)
+    results, v, actions, decision = out.results, out.verdict, out.actions, out.decision
     action_text = ", ".join(f"{k}: {a['action']}" for k, a in actions.items()) or None
     if decision.config_error:
         action_text = f"{action_text or 'no change'} [config error: defaults, report-only]"
@@ -101,7 +60,7 @@ def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float
         action_text += " [report-only]"
     if args.json:
         emit_json({"verdict": v.value, "node": node, "actions": actions, "results": result_rows(results),
-                   "report_only": decision.report_only, "would_drain": drain_action == "would drain",
+                   "report_only": decision.report_only, "would_drain": out.drain_action == "would drain",
                    "config_error": decision.config_error, "decision": decision.to_dict()})
     elif sys.stdout.isatty() or getattr(args, "dry_run", False) or v is not Status.PASS:
         render_table(results)
