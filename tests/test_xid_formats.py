@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 from datetime import timezone
-from types import SimpleNamespace
 
 import pytest
 
@@ -242,8 +241,9 @@ def test_cli_explain_sxid(capsys, code, drains):
 
 def test_simulated_kernel_log_feeds_sxids_to_the_epilog_check(tmp_path):
     text = open(os.path.join(FIX, "sxid_mixed.syslog")).read()
-    ctx = SimpleNamespace(settings={}, state_dir=str(tmp_path), window=None, sim={"kernel_log": text},
-                          dry_run=True, gpu_bus_ids=lambda: {}, remaining=lambda: 10.0)
+    from gcm_checks import testing
+
+    ctx = testing.context(testing.settings(), tmp_path, window=None, sim={"kernel_log": text}, dry_run=True)
     facts = xchecks.gather_xid(ctx)
     assert [e.sxid for e in facts.sxids] == [20034, 12028, 19049, 23001]
 
