@@ -6,7 +6,7 @@ Nothing here is imported by production code.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional
 
 
 # --------------------------------------------------------------------------
@@ -107,23 +107,35 @@ def kernel_xid_line(
 # facts here instead of each re-inventing a _Settings or snapshot helper)
 
 
-def settings(data: Optional[Mapping] = None, *, node: str = "n1", **sections: Mapping):
+def settings(data: Any = None, *, node: str = "n1", **overrides: Any):
     """Settings as the node ``node`` resolves them (``config.resolve``): the
     schema's defaults, then ``data`` (a parsed config file, ``nodes:``
-    sections included; a dotted key such as ``"gpu.count"`` nests), then ``sections`` (``gpu={"count": 4}``) on top.
+    sections included; or Settings a test built before, to change a few
+    keys), then ``overrides`` on top. A key with a dot, in ``data`` or in
+    ``overrides``, names one setting (``{"infiniband.sysfs_root": d}``). An override is a whole
+    section (``gpu={"count": 4}``, merged into the file's), a top-level key
+    (``report_only=True``) or a dotted key (``**{"report.spool_dir": d}``).
     Validated like a real file, so a misspelt key fails the test."""
+    import copy
+
     from gcm_checks import config
 
-    merged: Dict = {}
-    for key, value in (data or {}).items():
-        # A dotted key ("infiniband.min_rate_gbps") nests, as settings.get reads it.
-        *path, last = key.split(".")
-        at = merged
-        for part in path:
-            at = at.setdefault(part, {})
-        at[last] = value
-    for name, values in sections.items():
-        merged[name] = {**(merged.get(name) or {}), **values}
+    if isinstance(data, config.Settings):
+        data = {k: v for k, v in data.data.items() if k != "nodes"}  # already resolved for its node
+    dotted = {k: v for k, v in (data or {}).items() if "." in k}
+    merged: Dict = copy.deepcopy({k: v for k, v in (data or {}).items() if "." not in k})
+    for name, value in {**dotted, **overrides}.items():
+        head, _, rest = name.partition(".")
+        if rest:
+            cur = merged.setdefault(head, {})
+            *mid, last = rest.split(".")
+            for part in mid:
+                cur = cur.setdefault(part, {})
+            cur[last] = value
+        elif isinstance(value, Mapping) and isinstance(config.SCHEMA.get(name), dict):
+            merged[name] = {**(merged.get(name) or {}), **value}
+        else:
+            merged[name] = value
     config._validate_section("(test)", merged, config.SCHEMA, "", allow_nodes=True)
     return config.resolve(merged, node, "(test)")
 
@@ -141,7 +153,7 @@ def context(settings_: Any = None, state_dir: Any = None, **kw: Any):
                    state_dir=Path(state_dir) if state_dir is not None else Path("/nonexistent/gcm-state"), **kw)
 
 
-def run_checks(facts: Any, settings_: Any, *check_ids: str) -> List:
+def run_checks(facts: Any, settings_: Any, *check_ids: str) -> list:
     """The registered checks ``check_ids`` over ``facts``, called as the suite
     calls them (``registry.run_check``): each result carries its check's id."""
     from gcm_checks.checks import load_all
