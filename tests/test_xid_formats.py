@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from datetime import timezone
+from types import SimpleNamespace
 
 import pytest
 
@@ -192,9 +193,7 @@ def test_fatal_sxid_fails_naming_switch_and_link_non_fatal_warns():
 def test_fatal_sxid_drain_reason_names_switch_and_link():
     from gcm_checks.slurm import make_drain_reason
 
-    from gcm_checks import testing
-
-    (r, *_) = [r for r in testing.run_checks(_facts("xid79_with_followers.dmesg"), testing.settings(), "xid.nvswitch")
+    (r, *_) = [r for r in _registered("xid.nvswitch", _facts("xid79_with_followers.dmesg"))
                if r.status.value == "fail"]
     reason = make_drain_reason(r.check, r.subject, r.message)
     assert reason.startswith("gcm: SXid 20034 nvswitch1 (xid.nvswitch)") and "link 48" in reason and "SXid 20034" in reason
@@ -241,9 +240,8 @@ def test_cli_explain_sxid(capsys, code, drains):
 
 def test_simulated_kernel_log_feeds_sxids_to_the_epilog_check(tmp_path):
     text = open(os.path.join(FIX, "sxid_mixed.syslog")).read()
-    from gcm_checks import testing
-
-    ctx = testing.context(testing.settings(), tmp_path, window=None, sim={"kernel_log": text}, dry_run=True)
+    ctx = SimpleNamespace(settings={}, state_dir=str(tmp_path), window=None, sim={"kernel_log": text},
+                          dry_run=True, gpu_bus_ids=lambda: {}, remaining=lambda: 10.0)
     facts = xchecks.gather_xid(ctx)
     assert [e.sxid for e in facts.sxids] == [20034, 12028, 19049, 23001]
 
@@ -264,3 +262,10 @@ def test_journal_source_reads_fallen_off_and_sxids(tmp_path):
     evs = list(xscan.scan_all(kl.read_journal(start, start + 60, timeout=10, journalctl=str(exe)), BUS_MAP))
     assert [(type(e).__name__, getattr(e, "xid", None) or getattr(e, "sxid", None)) for e in evs] == [
         ("XidEvent", 79), ("SxidEvent", 20034)]
+
+
+def _registered(check_id, facts):
+    """A check run as the suite runs it (gcm_checks.testing): its id stamped."""
+    from gcm_checks import testing
+
+    return testing.run_checks(facts, testing.settings(), check_id)
