@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Dict, Tuple
 
+from gcm_checks.classify.rules_docs import DOC_RULES
 from gcm_checks.classify.rules import (
     KERNEL, R_CANCEL, R_CUDA, R_DATA, R_ENV, R_EXCEPTION, R_GPU_HW, R_HOST_OOM_SLURM, R_NCCL, R_NODE_FAIL, R_NUMERIC, R_OOM,
     R_NET, R_SCHED, R_SIGNAL, R_STORAGE, R_SUCCESS, R_VAGUE, RULES, Rule,
@@ -352,9 +353,12 @@ KERNEL_HW_RULES: Tuple[Rule, ...] = (
          ("rminitadapter failed", "failed to initialize the nvidia gpu", "failed to allocate nvrm"),
          r"RmInitAdapter failed|Failed to initialize the NVIDIA GPU at|NVRM: GPU \S+: RmInitAdapter",
          "the NVIDIA driver failed to initialise a GPU"),
-    Rule("kernel.nvswitch_sxid", "gpu_hardware", R_GPU_HW, 0.85,
+    # Judged by the XID package's own SXid parser and the Fabric Manager guide's
+    # catalogue (gcm_checks.xid.sxid): fatal -> gpu_hardware, non-fatal -> a hint
+    # only, ignorable and register-detail lines -> nothing.
+    Rule("kernel.nvswitch_sxid", "gpu_hardware", R_GPU_HW, 0.9,
          ("sxid",), r"\bSXid\b.{0,80}\d+",
-         "an NVSwitch reported an error (SXid)"),
+         "an NVSwitch reported a fatal error (SXid)", judge="sxid"),
     Rule("kernel.nvlink_error", "gpu_hardware", R_GPU_HW - 2, 0.8,
          ("nvlink",), r"NVLink:? .{0,200}(?:fatal|error|link down|training failed)|NVLINK Error",
          "an NVLink link failed", flags=re.IGNORECASE),
@@ -364,7 +368,7 @@ KERNEL_HW_RULES: Tuple[Rule, ...] = (
          "a GPU dropped off the PCIe bus"),
 )
 
-ALL_RULES: Tuple[Rule, ...] = RULES + MORE_RULES + KERNEL_HW_RULES
+ALL_RULES: Tuple[Rule, ...] = RULES + MORE_RULES + KERNEL_HW_RULES + DOC_RULES
 ALL_BY_ID: Dict[str, Rule] = {r.id: r for r in ALL_RULES}
 if len(ALL_BY_ID) != len(ALL_RULES):  # pragma: no cover - a table typo
     raise ValueError("duplicate rule id in ALL_RULES")

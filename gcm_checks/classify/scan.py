@@ -368,6 +368,30 @@ def _kernel_reading(line: str) -> Any:
     return parse_xid(line)
 
 
-_JUDGES = {"xid": _judge_xid}
+def _judge_sxid(line: str) -> Optional[Tuple[str, str, int, float, str]]:
+    """An NVSwitch SXid line judged by gcm_checks.xid.sxid (item 3: one parser, not two).
+
+    A fatal SXid (the driver's own verdict, or an always-fatal code) stalls NVLink
+    traffic until the switch is reset: the CUDA/NCCL errors after it are fallout,
+    so it ranks with the hardware XIDs. A non-fatal one is only a hint (it outranks
+    nothing but "could not tell"); ignorable ones and register-detail lines are dropped.
+    """
+    try:
+        from gcm_checks.xid.sxid import assess, parse_sxid
+    except ImportError:  # pragma: no cover - the xid package ships with us
+        return None
+    parsed = parse_sxid(line)
+    if parsed is None:
+        return None
+    a = assess(parsed)
+    what = f"SXid {parsed.code}" + (f" ({a.name})" if a.name else "")
+    if a.severity == "fail":
+        return ("kernel.nvswitch_sxid", "gpu_hardware", 94, 0.9, f"an NVSwitch reported a fatal {what}")
+    if a.severity == "warn":
+        return ("kernel.nvswitch_sxid.nonfatal", "gpu_hardware", 8, 0.45, f"an NVSwitch reported a non-fatal {what}")
+    return None
+
+
+_JUDGES = {"xid": _judge_xid, "sxid": _judge_sxid}
 
 
