@@ -96,7 +96,7 @@ DOC_RULES: Tuple[Rule, ...] = (
          ("infiniband retry count", "error polling", "ofi poll failed", "mpidi_ofi_handle_cq_error",
           "health compromised", "mlx5_core", "netdev watchdog", "transmit timeout", "link is down", "hfi1",
           "cxi", "physical state:", "retry exceeded"),
-         r"InfiniBand retry count between two MPI processes has been exceeded|error polling [LH]P CQ with status"
+         r"InfiniBand retry count between two MPI processes|error polling [LH]P CQ with status"
          r"|OFI poll failed|MPIDI_OFI_handle_cq_error|mlx5_core\b.{0,200}(?:health compromised|Fatal error \d+ detected)"
          r"|NETDEV WATCHDOG: .{0,120}transmit queue \d+ timed out|\bib\d+: transmit timeout|\bNIC Link is Down\b"
          r"|\bhfi1_\d+:.{0,120}\blink (?:down|failure)\b|\bcxi\d*\b.{0,120}\blink (?:down|failed)\b"

@@ -138,8 +138,9 @@ MORE_RULES: Tuple[Rule, ...] = (
          "a process was SIGKILLed with no other error, which is what the OOM killer does"),
     Rule("shell.sigterm", "cancelled_user", R_CANCEL - 10, 0.45,
          ("terminated", "exitcode", "signal 15", "exit code 143", "exit status 143"),  # "received signal 15"
-         # srun's "task 3: Terminated" is srun stopping the other tasks, not a cancel.
-         r"^(?![^\n]{0,300}\btasks? [\d,-]+: )(?:[^\n]{0,300}[\s\\])?Terminated\s*$|exitcode\s*:\s*-15\b|failed \(exitcode: -15\)|(?:status|exit) code:? 143\b"
+         # srun's "task 3: Terminated" is srun stopping the other tasks, not a cancel;
+         # kubectl's "State: Terminated" is any finished container, whatever its exit.
+         r"^(?![^\n]{0,300}\btasks? [\d,-]+: )(?!\s*(?:Last )?(?:State|Reason|Phase|Status):\s)(?:[^\n]{0,300}[\s\\])?Terminated\s*$|exitcode\s*:\s*-15\b|failed \(exitcode: -15\)|(?:status|exit) code:? 143\b"
          r"|exit status 143\b|terminated by signal 15\b|exits with return code = -15\b|received signal 15\b",
          "the job was sent SIGTERM (scancel/qdel; a time limit or preemption would say so)"),
     # ---- numeric divergence, as other frameworks say it ------------------------------

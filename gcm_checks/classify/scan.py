@@ -373,11 +373,13 @@ def _judge_sxid(line: str) -> Optional[Tuple[str, str, int, float, str]]:
 
     A fatal SXid (the driver's own verdict, or an always-fatal code) stalls NVLink
     traffic until the switch is reset: the CUDA/NCCL errors after it are fallout,
-    so it ranks with the hardware XIDs. A non-fatal one is only a hint (it outranks
-    nothing but "could not tell"); ignorable ones and register-detail lines are dropped.
+    so it ranks with the hardware XIDs; so does a non-fatal one whose documented
+    impact is stalled traffic. Other non-fatal ones (replays, heartbeats) are only
+    a hint (they outrank nothing but "could not tell"); ignorable ones and
+    register-detail lines are dropped.
     """
     try:
-        from gcm_checks.xid.sxid import assess, parse_sxid
+        from gcm_checks.xid.sxid import assess, lookup, parse_sxid
     except ImportError:  # pragma: no cover - the xid package ships with us
         return None
     parsed = parse_sxid(line)
@@ -387,6 +389,11 @@ def _judge_sxid(line: str) -> Optional[Tuple[str, str, int, float, str]]:
     what = f"SXid {parsed.code}" + (f" ({a.name})" if a.name else "")
     if a.severity == "fail":
         return ("kernel.nvswitch_sxid", "gpu_hardware", 94, 0.9, f"an NVSwitch reported a fatal {what}")
+    if a.severity == "warn" and "stall" in lookup(parsed.code).impact.lower():
+        # Non-fatal for the switch, not for the job: the guide says NVLink traffic
+        # on that port stalls and CUDA jobs abort (XID 45), e.g. 12028.
+        return ("kernel.nvswitch_sxid.stall", "gpu_hardware", 90, 0.8,
+                f"an NVSwitch reported {what}, which stalls NVLink traffic and aborts CUDA jobs")
     if a.severity == "warn":
         return ("kernel.nvswitch_sxid.nonfatal", "gpu_hardware", 8, 0.45, f"an NVSwitch reported a non-fatal {what}")
     return None

@@ -1,0 +1,201 @@
+"""Rules written from documented message families (gcm_checks/classify/rules_docs.py).
+
+Every row is written from the format the tool's own documentation or source
+prints (hosts, ids, paths and numbers made up), never copied from a corpus
+excerpt: these rows test that the rule knows the *family*, so a log nobody
+here has seen is recognised when it uses the documented words.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import pytest
+
+from gcm_checks.classify import ClassifyInput, LogText, classify
+from gcm_checks.classify.rules_docs import DOC_RULES
+
+
+def cls(text: str, source: str = "stderr", **kw: object):  # type: ignore[no-untyped-def]
+    return classify(ClassifyInput(logs=[LogText(source, text)], **kw))  # type: ignore[arg-type]
+
+
+CASES = [
+    # ---- time limits
+    ("doc.timeout", "timeout_walltime", "job 4711.1 exceeded hard wallclock time - initiate terminate method"),
+    ("doc.timeout", "timeout_walltime", "flux-job: job.exception type=timeout severity=0 resource allocation expired"),
+    ("doc.timeout", "timeout_walltime",
+     "  - type: Failed\n    reason: DeadlineExceeded\n    message: Job was active longer than specified deadline"),
+    ("doc.timeout", "timeout_walltime", "Job 881 terminated: walltime exceeded"),
+    ("doc.timeout", "timeout_walltime", "ERROR: the job exceeded its requested wall-time limit and was killed"),
+    # ---- preemption
+    ("doc.preempted", "preempted", "Normal  Preempted  12s  default-scheduler  Preempted by a pod on node gpu-node-7"),
+    ("doc.preempted", "preempted", "Normal  Preempted  3m  default-scheduler  Preempted by team-a/trainer-0 on node n4"),
+    ("doc.preempted", "preempted",
+     "- type: DisruptionTarget\n  status: \"True\"\n  reason: PreemptionByKubeScheduler"),
+    ("doc.preempted", "preempted", "004 (1234.000.000) 2024-03-01 10:11:12 Job was evicted.\n\t(0) Job was not checkpointed."),
+    ("doc.preempted", "preempted", '{"EventId": "A1B2", "EventType": "Preempt", "ResourceType": "VirtualMachine"}'),
+    ("doc.preempted", "preempted", "Managed job 7 (status: RECOVERING)"),
+    # ---- cancellation
+    ("doc.cancelled", "cancelled_user", "009 (1234.000.000) 2024-03-01 10:11:12 Job was aborted.\n\tvia condor_rm (by user alice)"),
+    ("doc.cancelled", "cancelled_user", "alice has registered the job 8812 for deletion"),
+    ("doc.cancelled", "cancelled_user", "flux-job: job.exception type=cancel severity=0"),
+    ("doc.cancelled", "cancelled_user", "srun: job 77 queued and waiting for resources\n^Csrun: Cancelled pending job allocation"),
+    ("doc.ctrl_c", "cancelled_user", "step 1200 loss 2.113\n^C\n"),
+    # ---- completion markers
+    ("doc.completed", "success", "005 (1234.000.000) 2024-03-01 10:11:12 Job terminated.\n\t(1) Normal termination (return value 0)"),
+    ("doc.completed", "success", "Execution terminated\nExit_status=0\nresources_used.walltime=01:02:03"),
+    ("doc.completed", "success", "    State:          Terminated\n      Reason:       Completed\n      Exit Code:    0"),
+    ("doc.completed", "success",
+     "INFO:torch.distributed.elastic.agent.server.api:Local worker group finished (WorkerState.SUCCEEDED). "
+     "Waiting 300 seconds for other agents to finish"),
+    ("doc.completed", "success", "***** eval metrics *****\n  epoch = 3.0\n  eval_loss = 0.412"),
+    ("doc.completed", "success", "INFO:tensorflow:Loss for final step: 0.0213."),
+    ("doc.completed", "success", "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 182.4 \n#"),
+    # ---- network fabric
+    ("doc.fabric", "network_fabric",
+     "The InfiniBand retry count between two MPI processes has been\nexceeded.  \"Retry count\" is defined in the InfiniBand spec"),
+    ("doc.fabric", "network_fabric",
+     "[[123,1],0][btl_openib_component.c:3000:handle_wc] from n1 to: n2 error polling LP CQ with status "
+     "RETRY EXCEEDED ERROR status number 12 for wr_id 1a2b opcode 2  vendor error 129 qp_idx 3"),
+    ("doc.fabric", "network_fabric",
+     "MPICH ERROR [Rank 12] [job id 99] [Mon Jan  1 00:00:00 2024] [nid001] - Abort(404): Fatal error in PMPI_Allreduce:"
+     " Other MPI error, error stack:\nMPIDI_OFI_handle_cq_error(1062): OFI poll failed (ofi_events.c:1064:"
+     "MPIDI_OFI_handle_cq_error:Input/output error)"),
+    ("doc.fabric", "network_fabric", "mlx5_core 0000:5e:00.0: poll_health:800:(pid 0): Fatal error 1 detected"),
+    ("doc.fabric", "network_fabric", "mlx5_core 0000:5e:00.0: mlx5_health_try_recover:310:(pid 9): device's health compromised - reached miss count"),
+    ("doc.fabric", "network_fabric", "NETDEV WATCHDOG: ib0 (mlx5_core): transmit queue 3 timed out"),
+    ("doc.fabric", "network_fabric", "ixgbe 0000:03:00.0 eth2: NIC Link is Down"),
+    ("doc.fabric", "network_fabric", "hfi1_0: 12345 link down, reason: link error"),
+    ("doc.fabric", "network_fabric", "CA 'mlx5_2'\n\tPort 1:\n\t\tState: Down\n\t\tPhysical state: Polling"),
+    # ---- node failure
+    ("doc.node_lost", "node_failure",
+     "=>> PBS: job killed: node 1 (n042) requested job terminate, 'EOF' (code 1099) - received SISTER_EOF "
+     "attempting to communicate with sister MOM's"),
+    ("doc.node_lost", "node_failure", "error: Nodes gpu017 not responding, setting DOWN"),
+    ("doc.node_lost", "node_failure", "Job <4411> exited: TERM_REMOVE_HUNG_JOB: job removed from the LSF system"),
+    ("doc.node_lost", "node_failure", "  - type: DisruptionTarget\n    reason: DeletionByTaintManager"),
+    ("doc.node_lost", "node_failure", "Kernel panic - not syncing: Fatal exception in interrupt"),
+    ("doc.node_lost", "node_failure",
+     "srun: error: Task launch for StepId=1234.0 failed on node gpu3: Communication connection failure"),
+    # ---- environment
+    ("doc.env", "import_env",
+     "A module that was compiled using NumPy 1.x cannot be run in\nNumPy 2.0.1 as it may crash. To support both 1.x and 2.x"),
+    ("doc.env", "import_env", "ValueError: numpy.dtype size changed, may indicate binary incompatibility. Expected 96 from C header, got 88 from PyObject"),
+    ("doc.env", "import_env", "RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain."),
+    ("doc.env", "import_env", "jax.errors: INTERNAL: CUDA_ERROR_NO_BINARY_FOR_GPU: no kernel binary for this device"),
+    ("doc.env", "import_env", "Check failed: error == cudaSuccess (35 vs. 0)  cudaErrorInsufficientDriver"),
+    ("doc.env", "import_env", "nvcc fatal   : Unsupported gpu architecture 'compute_90'"),
+    ("doc.env", "import_env", "#error -- unsupported GNU version! gcc versions later than 11 are not supported!"),
+    ("doc.env", "import_env", "Failed to initialize NVML: Driver/library version mismatch"),
+    ("doc.env", "import_env", "INTEL MKL ERROR: libmkl_avx2.so: cannot read\nIntel MKL FATAL ERROR: Cannot load libmkl_avx2.so or libmkl_def.so."),
+    ("doc.env", "import_env", "EnvironmentNameNotFound: Could not find conda environment: train-env"),
+    ("doc.env", "import_env", "  Warning  Failed     12s   kubelet  Error: ErrImagePull"),
+    ("doc.env", "import_env", "docker: Error response from daemon: failed to create task for container: unknown."),
+    ("doc.env", "import_env", "FATAL:   While making image from oci registry: error fetching image to cache"),
+    ("doc.env", "import_env", "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.4"),
+    ("doc.env", "import_env", "ERROR: Cannot install torch==2.1.0 because these package versions have conflicting dependencies.\nERROR: ResolutionImpossible: for help visit https://pip.pypa.io"),
+    ("doc.env", "import_env", "ERROR: Package 'mylib' requires a different Python: 3.8.10 not in '>=3.9'"),
+    ("doc.env", "import_env", "RuntimeError: Ninja is required to load C++ extensions"),
+    ("doc.env", "import_env", "/usr/bin/ld: cannot find -lcudart"),
+    ("doc.env", "import_env", "/bin/bash^M: bad interpreter: No such file or directory"),
+    ("doc.env", "import_env", "exec /usr/local/bin/train: exec format error"),
+    ("doc.env", "import_env", "Unable to load any of {libcudnn_cnn.so.9.1.0, libcudnn_cnn.so.9.1, libcudnn_cnn.so.9, libcudnn_cnn.so}"),
+    ("doc.env", "import_env", "RuntimeError: FlashAttention only supports Ampere GPUs or newer."),
+    ("doc.env", "import_env", "csrc/ops.cu:3:10: fatal error: cuda_fp8.h: No such file or directory"),
+    ("doc.env_arch_hint", "import_env",
+     "UserWarning: NVIDIA H100 80GB HBM3 with CUDA capability sm_90 is not compatible with the current PyTorch installation."),
+]
+
+
+@pytest.mark.parametrize("rule_id,category,text", CASES)
+def test_documented_format_is_recognised(rule_id: str, category: str, text: str) -> None:
+    r = cls(text)
+    assert (r.category, r.rule) == (category, rule_id), r.sentence
+
+
+def test_every_documented_rule_has_a_case() -> None:
+    covered = {c[0] for c in CASES}
+    assert [r.id for r in DOC_RULES if r.id not in covered] == []
+
+
+@pytest.mark.parametrize("text", [
+    # srun stopping the other tasks of a step after one failed is not a cancel.
+    "srun: error: n1: task 0: Killed\nsrun: Force Terminated StepId=120.0",
+    # gRPC's deadline in a TF/JAX error is not a Kubernetes Job deadline.
+    "tensorflow.python.framework.errors_impl.DeadlineExceededError: Barrier timed out",
+    # Words that only look like the documented ones.
+    "Reason: Completed the warmup phase",
+    "# Avg bus bandwidth    : N/A",
+    "INFO: Physical state: LinkUp",
+    "the scheduler was not preempted by any pod",
+])
+def test_lookalikes_are_not_the_documented_message(text: str) -> None:
+    r = cls(text)
+    assert r.rule not in {x.id for x in DOC_RULES}, (text, r.rule)
+
+
+def test_completion_marker_loses_to_a_failure_in_the_same_log() -> None:
+    text = ("***** eval metrics *****\n  eval_loss = 0.4\n"
+            "OSError: [Errno 122] Disk quota exceeded: 'out/checkpoint-500/optimizer.pt'")
+    assert cls(text).category == "storage_io"
+
+
+def test_arch_hint_never_outranks_a_completion_marker_or_a_real_error() -> None:
+    warn = "UserWarning: NVIDIA H100 with CUDA capability sm_90 is not compatible with the current PyTorch installation.\n"
+    assert cls(warn + "{'train_runtime': 12.0}").category == "success"
+    assert cls(warn + "RuntimeError: CUDA error: no kernel image is available for execution on the device").rule \
+        == "env.cuda_mismatch"
+
+
+# ---- item 3: NVSwitch SXids read by gcm_checks.xid.sxid, dominating their fallout ------
+
+FATAL_SXID = "nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 20034, Fatal, Link 30 LTSSM Fault Up"
+NONFATAL_SXID = "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 20001, Non-fatal, Link 12 TX replay error"
+STALL_SXID = "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 egress non-posted PRIV error (First)"
+DETAIL_SXID = "nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 20034, Severity 1 Engine instance 60 Sub-engine instance 00"
+IGNORABLE_SXID = "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 11012, Non-fatal, Single bit ECC error"
+
+
+@pytest.mark.parametrize("source", ["kernel", "stderr"])
+def test_fatal_sxid_beats_the_nccl_and_cuda_errors_it_causes(source: str) -> None:
+    later = ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled cuda error"
+             " (run with NCCL_DEBUG=INFO for details)\nRuntimeError: CUDA error: an illegal memory access was encountered")
+    r = classify(ClassifyInput(logs=[LogText(source, FATAL_SXID), LogText("stderr", later)]))
+    assert (r.category, r.rule) == ("gpu_hardware", "kernel.nvswitch_sxid"), r.sentence
+    assert r.confidence >= 0.9 and "SXid 20034" in r.sentence
+
+
+def test_non_fatal_sxid_is_only_a_hint() -> None:
+    alone = cls(NONFATAL_SXID, source="kernel")
+    assert (alone.category, alone.rule) == ("gpu_hardware", "kernel.nvswitch_sxid.nonfatal")
+    assert alone.confidence < 0.5
+    # The job's own error is the cause; the non-fatal switch error hurt nobody.
+    r = classify(ClassifyInput(logs=[LogText("kernel", NONFATAL_SXID),
+                                     LogText("stderr", "ValueError: expected 3 channels, got 4")]))
+    assert r.category == "software_exception"
+
+
+def test_non_fatal_sxid_that_stalls_nvlink_still_beats_the_cuda_error() -> None:
+    # Fabric Manager guide: 12028 is non-fatal for the switch, but the port's NVLink
+    # traffic stalls and CUDA jobs abort with XID 45.
+    r = classify(ClassifyInput(logs=[LogText("kernel", STALL_SXID), LogText(
+        "stderr", "RuntimeError: CUDA error: an illegal memory access was encountered")]))
+    assert (r.category, r.rule) == ("gpu_hardware", "kernel.nvswitch_sxid.stall")
+
+
+@pytest.mark.parametrize("line", [DETAIL_SXID, IGNORABLE_SXID])
+def test_register_detail_and_ignorable_sxids_are_not_evidence(line: str) -> None:
+    r: Optional[object] = cls(line, source="kernel")
+    assert r.category == "unknown"  # type: ignore[attr-defined]
+
+
+def test_classifier_and_xid_package_agree_on_every_sxid_verdict() -> None:
+    from gcm_checks.xid.sxid import assess, parse_sxid
+
+    for line in (FATAL_SXID, NONFATAL_SXID, STALL_SXID, DETAIL_SXID, IGNORABLE_SXID):
+        p = parse_sxid(line)
+        sev = assess(p).severity if p else None
+        r = cls(line, source="kernel")
+        assert (r.rule == "kernel.nvswitch_sxid") == (sev == "fail"), line
+        assert r.rule.startswith("kernel.nvswitch_sxid.") == (sev == "warn"), line
