@@ -36,11 +36,16 @@ CASES = [
     ("doc.preempted", "preempted", "004 (1234.000.000) 2024-03-01 10:11:12 Job was evicted.\n\t(0) Job was not checkpointed."),
     ("doc.preempted", "preempted", '{"EventId": "A1B2", "EventType": "Preempt", "ResourceType": "VirtualMachine"}'),
     ("doc.preempted", "preempted", "Managed job 7 (status: RECOVERING)"),
+    ("doc.preempted", "preempted", "State transition reason: Server.SpotInstanceTermination: Spot instance termination"),
+    ("doc.preempted", "preempted", "[rank0] Preemption detected, saving a checkpoint before exit"),
     # ---- cancellation
     ("doc.cancelled", "cancelled_user", "009 (1234.000.000) 2024-03-01 10:11:12 Job was aborted.\n\tvia condor_rm (by user alice)"),
     ("doc.cancelled", "cancelled_user", "alice has registered the job 8812 for deletion"),
     ("doc.cancelled", "cancelled_user", "flux-job: job.exception type=cancel severity=0"),
     ("doc.cancelled", "cancelled_user", "srun: job 77 queued and waiting for resources\n^Csrun: Cancelled pending job allocation"),
+    ("doc.cancelled", "cancelled_user", "scancel: Terminating job 5512"),
+    ("doc.cancelled", "cancelled_user", "Job <5512> is being terminated"),
+    ("doc.cancelled", "cancelled_user", "ray.exceptions.TaskCancelledError: Task: TaskID(16310a0f0a45af5cffffffffffffffffffffffff01000000) was cancelled."),
     ("doc.ctrl_c", "cancelled_user", "step 1200 loss 2.113\n^C\n"),
     # ---- completion markers
     ("doc.completed", "success", "005 (1234.000.000) 2024-03-01 10:11:12 Job terminated.\n\t(1) Normal termination (return value 0)"),
@@ -103,6 +108,24 @@ CASES = [
     ("doc.env", "import_env", "Unable to load any of {libcudnn_cnn.so.9.1.0, libcudnn_cnn.so.9.1, libcudnn_cnn.so.9, libcudnn_cnn.so}"),
     ("doc.env", "import_env", "RuntimeError: FlashAttention only supports Ampere GPUs or newer."),
     ("doc.env", "import_env", "csrc/ops.cu:3:10: fatal error: cuda_fp8.h: No such file or directory"),
+    ("doc.env", "import_env", "error: Microsoft Visual C++ 14.0 or greater is required. Get it with \"Microsoft C++ Build Tools\""),
+    ("doc.env", "import_env", "ValueError: Tokenizer class Qwen2Tokenizer does not exist or is not currently imported."),
+    ("doc.env", "import_env", "/bin/sh: 1: deepspeed: not found"),
+    ("doc.env_module_attr", "import_env", "AttributeError: module 'numpy' has no attribute 'float'."),
+    ("doc.fabric_setup", "network_fabric",
+     "mlx5_core 0000:b8:00.0: mlx5_cmd_out_err:838:(pid 0): CREATE_QP(0x500) op_mod(0x0) failed, status bad resource state(0x9)"),
+    ("doc.fabric_setup", "network_fabric", "node7.12345PSM2 can't open hfi unit: -1 (err=23)"),
+    ("doc.fabric_setup", "network_fabric",
+     "libfabric:4242:1700000000::efa:cq:efa_rdm_cq_poll_ibv_cq():420<warn> Error: remote access error (15)"),
+    ("doc.sacct_cancelled", "cancelled_user", "Job ID: 9911\nState: CANCELLED (exit code 0)\nNodes: 1"),
+    ("doc.sacct_cancelled", "cancelled_user", "       JobID    JobName      State ExitCode\n        9911      train CANCELLED+      0:0\n  9911.batch      batch  CANCELLED     0:15"),
+    ("doc.sacct_cancelled", "cancelled_user", "JobId=9911 JobName=train\n   JobState=CANCELLED Reason=None Dependency=(null)"),
+    ("doc.sacct_preempted", "preempted", "       JobID    JobName      State ExitCode\n        9912      train  PREEMPTED      0:0"),
+    ("doc.failed_state", "unknown",
+     "JobID|State|ExitCode\n9913|FAILED|1:0\n9913.batch|FAILED|1:0\n9913.extern|COMPLETED|0:0"),
+    ("doc.failed_state", "unknown", "Execution terminated\nExit_status=1"),
+    ("doc.failed_state", "unknown", "{'train_runtime': 10.0}\nExited with exit code 2."),
+    ("doc.failed_state", "unknown", "005 (77.000.000) Job terminated.\n\t(1) Normal termination (return value 1)"),
     ("doc.env_arch_hint", "import_env",
      "UserWarning: NVIDIA H100 80GB HBM3 with CUDA capability sm_90 is not compatible with the current PyTorch installation."),
 ]
@@ -129,6 +152,8 @@ def test_every_documented_rule_has_a_case() -> None:
     "# Avg bus bandwidth    : N/A",
     "INFO: Physical state: LinkUp",
     "the scheduler was not preempted by any pod",
+    # A step row of a timed-out job is not the job being cancelled.
+    "9914.batch|batch|CANCELLED|0:15",
 ])
 def test_lookalikes_are_not_the_documented_message(text: str) -> None:
     r = cls(text)

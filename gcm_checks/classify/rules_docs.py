@@ -24,7 +24,7 @@ import re
 from typing import Tuple
 
 from gcm_checks.classify.rules import (
-    R_CANCEL, R_ENV_CUDA, R_NET, R_NODE_FAIL, R_SCHED, R_SUCCESS, R_VAGUE, Rule,
+    R_CANCEL, R_ENV_CUDA, R_EXCEPTION, R_NET, R_NODE_FAIL, R_SCHED, R_SUCCESS, R_VAGUE, Rule,
 )
 
 DOC_RULES: Tuple[Rule, ...] = (
@@ -47,12 +47,14 @@ DOC_RULES: Tuple[Rule, ...] = (
     # reason PreemptionByKubeScheduler (1.26) / PreemptionByScheduler (1.27+).
     # HTCondor user log event 004: "Job was evicted." Azure scheduled events:
     # "EventType": "Preempt". SkyPilot managed jobs: "(status: RECOVERING)" after a
-    # spot preemption. GCE audit log: compute.instances.preempted.
+    # spot preemption. GCE audit log: compute.instances.preempted. EC2 state reasons
+    # Server.SpotInstanceTermination / Server.SpotInstanceShutdown.
     Rule("doc.preempted", "preempted", R_SCHED - 3, 0.85,
-         ("preempted by", "preemptionby", "job was evicted", "preempt", "status: recovering"),
+         ("preempted by", "preemptionby", "job was evicted", "preempt", "status: recovering", "server.spotinstance"),
          r"\bPreempted by (?:a pod|pod|\S+/\S+) (?:\S+ )?on node\b|PreemptionBy(?:Kube)?Scheduler"
          r"|\bJob was evicted\b|\"?EventType\"?\s*:\s*\"?Preempt\b|compute\.instances\.preempted"
-         r"|\(status: RECOVERING\)",
+         r"|\(status: RECOVERING\)|Server\.SpotInstance(?:Termination|Shutdown)"
+         r"|(?i:\bpreemption (?:detected|received|warning|requested)\b)",
          "the scheduler or the cloud took the job's resources back (preemption)", terminal=True,
          warnings_ok=True),
     # ---- cancellation -----------------------------------------------------------------
@@ -60,12 +62,15 @@ DOC_RULES: Tuple[Rule, ...] = (
     # "user has registered the job 12 for deletion" / "user has deleted job 12";
     # Flux: "job.exception type=cancel"; srun killed while pending:
     # "srun: Job allocation 12 has been revoked" is not here (it also follows a node
-    # failure), but "Cancelled pending job allocation" is a user's Ctrl-C.
+    # failure), but "Cancelled pending job allocation" is a user's Ctrl-C; `scancel -v`
+    # prints "scancel: Terminating job 12"; LSF's bkill "Job <12> is being terminated";
+    # Ray raises TaskCancelledError for ray.cancel().
     Rule("doc.cancelled", "cancelled_user", R_CANCEL, 0.75,
          ("job was aborted", "for deletion", "has deleted job", "type=cancel", "cancelled pending job",
-          "condor_rm"),
+          "condor_rm", "scancel: terminating", "is being terminated", "taskcancellederror"),
          r"\bJob was aborted(?: by the user| via condor_rm)?\.?\s*$|has registered the job \d+ for deletion"
-         r"|has deleted job \d+|\bexception type=cancel\b|Cancelled pending job allocation|via condor_rm",
+         r"|has deleted job \d+|\bexception type=cancel\b|Cancelled pending job allocation|via condor_rm"
+         r"|scancel: Terminating job \d+|^Job <\d+> is being terminated\s*$|\bTaskCancelledError\b",
          "the job was cancelled (qdel / condor_rm / flux cancel / Ctrl-C)", terminal=True, warnings_ok=True),
     Rule("doc.ctrl_c", "cancelled_user", R_CANCEL - 18, 0.55,
          ("^c",), r"^\s*\^C\s*$",
@@ -125,7 +130,8 @@ DOC_RULES: Tuple[Rule, ...] = (
     # loader; conda environments that do not exist; containers that cannot start
     # (Kubernetes ErrImagePull/ImagePullBackOff, docker's daemon, Apptainer FATAL,
     # nvidia-container-cli requirement errors); pip that cannot resolve; a build
-    # that cannot find a header, a library or Ninja; a script with DOS line ends.
+    # that cannot find a header, a library or Ninja; a script with DOS line ends;
+    # dash's "/bin/sh: 1: deepspeed: not found" (bash says "command not found").
     Rule("doc.env", "import_env", R_ENV_CUDA, 0.85,
          ("numpy 1.x", "dtype size changed", "unsupported toolchain", "unsupported_ptx", "unsupportedptx",
           "insufficientdriver", "no_binary_for_gpu", "nokernelimage", "unsupported gpu architecture",
@@ -134,7 +140,8 @@ DOC_RULES: Tuple[Rule, ...] = (
           "errimagepull", "imagepullbackoff", "createcontainer", "error response from daemon", "requirement error",
           "fatal:", "resolutionimpossible", "requires a different python", "externally-managed-environment",
           "ninja is required", "cannot find -l", "bad interpreter", "exec format error", "numpy is not available",
-          "unable to load any of", "could not locate", "only supports ampere", "no such file or directory"),
+          "unable to load any of", "could not locate", "only supports ampere", "no such file or directory",
+          "visual c++", "not currently imported", "not found"),
          r"compiled using NumPy 1\.x cannot be run in|numpy\.dtype size changed, may indicate binary incompatibility"
          r"|PTX was compiled with an unsupported toolchain|CUDA_ERROR_UNSUPPORTED_PTX_VERSION|cudaErrorUnsupportedPtxVersion"
          r"|cudaErrorInsufficientDriver|CUDA_ERROR_NO_BINARY_FOR_GPU|cudaErrorNoKernelImageForDevice"
@@ -148,8 +155,45 @@ DOC_RULES: Tuple[Rule, ...] = (
          r"|ResolutionImpossible|requires a different Python|error: externally-managed-environment"
          r"|Ninja is required to load C\+\+ extensions|(?:/usr/bin/)?ld: cannot find -l\w+|: bad interpreter: "
          r"|exec format error|Numpy is not available|Unable to load any of \{lib|Could not locate \S+\.(?:dll|so)\b"
-         r"|FlashAttention only supports Ampere GPUs or newer|fatal error: \S+\.h(?:pp)?: No such file or directory",
+         r"|FlashAttention only supports Ampere GPUs or newer|fatal error: \S+\.h(?:pp)?: No such file or directory"
+         r"|Microsoft Visual C\+\+ 14\.0 or greater is required|does not exist or is not currently imported"
+         r"|^(?:/bin/|/usr/bin/)?(?:sh|dash): \d+: [^\s:]+: not found\s*$",
          "the software environment does not match (library ABI, CUDA toolchain/driver, container, packages)"),
+    # NumPy 1.24 removed np.float/np.int, torch and transformers move APIs between
+    # releases: "AttributeError: module 'numpy' has no attribute 'float'" is an
+    # installed version that does not match the code, not a bug in the job's logic.
+    Rule("doc.env_module_attr", "import_env", R_EXCEPTION + 5, 0.6,
+         ("has no attribute",), r"AttributeError: module '[\w.]+' has no attribute '\w+'",
+         "an installed package's version does not have what the code uses"),
+    # Fabric adapters that could not be set up: mlx5 firmware commands failing
+    # ("mlx5_cmd_out_err ... failed, status bad resource state"), PSM2 (Omni-Path)
+    # with no usable HFI, libfabric providers logging errors.
+    Rule("doc.fabric_setup", "network_fabric", R_NET - 8, 0.65,
+         ("mlx5_cmd_out_err", "mlx5_cmd_check", "can't open hfi unit", "libfabric:"),
+         r"mlx5_cmd_(?:out_err|check)\b.{0,200}\bfailed, status\b|PSM2 can't open hfi unit"
+         r"|libfabric:\d+:\d+::\w+:\w+:.{0,300}\b(?:[Ee]rror|failed)\b",
+         "the network adapter (InfiniBand/Omni-Path/EFA) could not be set up or reported an error",
+         warnings_ok=True),
+    # ---- the scheduler's final state, as sacct / seff / scontrol print it -----------
+    Rule("doc.sacct_cancelled", "cancelled_user", R_CANCEL, 0.8,
+         ("cancelled",),
+         # Only the job's own row: a step row ("123.0 ... CANCELLED 0:15") is also
+         # what a timed-out job's batch step or srun's killed step shows.
+         r"\bState:\s+CANCELLED\b|JobState=CANCELLED\b"
+         r"|^(?!\s*\d+(?:_\d+)?\.\w+[\s|])[^\n]{0,400}?[\s|]CANCELLED(?:\+| by \d+)?[\s|]+\d+:\d+\b",
+         "the scheduler reports the job CANCELLED", terminal=True, warnings_ok=True),
+    Rule("doc.sacct_preempted", "preempted", R_SCHED, 0.9,
+         ("preempted",), r"\bState:\s+PREEMPTED\b|[\s|]PREEMPTED[\s|]+\d+:\d+\b",
+         "the scheduler reports the job PREEMPTED", terminal=True, warnings_ok=True),
+    # A failed final state without a cause (sacct FAILED 1:0, Torque Exit_status=1,
+    # LSF "Exited with exit code 1.", HTCondor "return value 1"): says nothing about
+    # why, but it outranks completion markers (the extern step's "COMPLETED 0:0",
+    # "Training completed" before the crash), so such a log is unknown, not success.
+    Rule("doc.failed_state", "unknown", R_SUCCESS + 5, 0.3,
+         ("failed", "exit_status=", "exited with exit code", "normal termination (return value"),
+         r"\bState:\s+FAILED\b|JobState=FAILED\b|[\s|]FAILED[\s|]+[1-9]\d*:\d+\b|\bExit_status=(?!0\b)-?\d+"
+         r"|^Exited with exit code [1-9]\d*\.?\s*$|Normal termination \(return value [1-9]\d*\)",
+         "the scheduler reports the job failed, without saying why", warnings_ok=True),
     # A warning that the installed PyTorch has no kernels for this GPU: the failure
     # usually follows as "no kernel image"; alone, it is a hint only (any completion
     # marker outranks it).

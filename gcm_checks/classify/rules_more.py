@@ -188,18 +188,19 @@ MORE_RULES: Tuple[Rule, ...] = (
          ("ran out of memory",), r"\bran out of memory\b(?! in memory space)",
          "the node ran out of memory", warnings_ok=True, flags=re.IGNORECASE),
     # ---- job state as sacct / seff / scontrol print it in a log -------------------
-    # "State: COMPLETED (exit code 0)" (seff), "... COMPLETED      0:0" (sacct).
+    # "State: COMPLETED (exit code 0)" (seff), "... COMPLETED      0:0" (sacct), and
+    # "...|COMPLETED|0:0" (sacct -p / --parsable2).
     Rule("sacct.completed", "success", R_SUCCESS + 2, 0.8,
-         ("completed",), r"\bState:\s+COMPLETED\b|JobState=COMPLETED\b|\sCOMPLETED\s+0:0\b",
+         ("completed",), r"\bState:\s+COMPLETED\b|JobState=COMPLETED\b|[\s|]COMPLETED[\s|]+0:0\b",
          "the scheduler reports the job COMPLETED", warnings_ok=True),
     Rule("sacct.timeout", "timeout_walltime", R_SCHED, 0.9,
-         ("timeout",), r"\bState:\s+TIMEOUT\b|\sTIMEOUT\s+\d+:\d+\b",
+         ("timeout",), r"\bState:\s+TIMEOUT\b|[\s|]TIMEOUT[\s|]+\d+:\d+\b",
          "the scheduler reports the job TIMEOUT", terminal=True, warnings_ok=True),
     Rule("sacct.oom", "host_oom", R_HOST_OOM_SLURM, 0.9,
-         ("out_of_me",), r"\bState:\s+OUT_OF_MEMORY\b|\sOUT_OF_ME(?:MORY|\+)\s+\d+:\d+\b",
+         ("out_of_me",), r"\bState:\s+OUT_OF_MEMORY\b|[\s|]OUT_OF_ME(?:MORY|\+)[\s|]+\d+:\d+\b",
          "the scheduler reports the job OUT_OF_MEMORY", warnings_ok=True),
     Rule("sacct.node_fail", "node_failure", R_NODE_FAIL, 0.9,
-         ("node_fail",), r"\bState:\s+NODE_FAIL\b|\sNODE_FAIL\s+\d+:\d+\b",
+         ("node_fail",), r"\bState:\s+NODE_FAIL\b|[\s|]NODE_FAIL[\s|]+\d+:\d+\b",
          "the scheduler reports NODE_FAIL", terminal=True, warnings_ok=True),
     # ---- preemption as Kueue, Kubernetes and the clouds say it ----------------------
     Rule("cloud.preempted", "preempted", R_SCHED, 0.85,
@@ -285,7 +286,9 @@ MORE_RULES: Tuple[Rule, ...] = (
     Rule("gpu.gsp_timeout", "gpu_hardware", R_GPU_HW - 2, 0.85,
          ("timeout waiting for rpc from gsp", "gsp rpc"), r"Timeout waiting for RPC from GSP|GSP RPC timeout",
          "the GPU's system processor (GSP) stopped answering the driver", warnings_ok=True, flags=re.IGNORECASE),
-    Rule("gpu.unavailable", "gpu_hardware", R_CUDA - 3, 0.55,
+    # Above cuda.error: "CUDA error: CUDA-capable device(s) is/are busy or
+    # unavailable" is this message, not a generic CUDA error.
+    Rule("gpu.unavailable", "gpu_hardware", R_CUDA + 1, 0.55,
          ("busy or unavailable", "devicesunavailable", "no devices were found"),
          r"CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable|^No devices were found$",
          "a GPU is unavailable (held by another process, or in a bad state)"),
