@@ -46,7 +46,6 @@ CASES = [
     ("doc.cancelled", "cancelled_user", "scancel: Terminating job 5512"),
     ("doc.cancelled", "cancelled_user", "Job <5512> is being terminated"),
     ("doc.cancelled", "cancelled_user", "ray.exceptions.TaskCancelledError: Task: TaskID(16310a0f0a45af5cffffffffffffffffffffffff01000000) was cancelled."),
-    ("doc.ctrl_c", "cancelled_user", "step 1200 loss 2.113\n^C\n"),
     # ---- completion markers
     ("doc.completed", "success", "005 (1234.000.000) 2024-03-01 10:11:12 Job terminated.\n\t(1) Normal termination (return value 0)"),
     ("doc.completed", "success", "Execution terminated\nExit_status=0\nresources_used.walltime=01:02:03"),

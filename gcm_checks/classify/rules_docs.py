@@ -12,7 +12,9 @@ the usual ways a Python/CUDA environment does not match (NumPy 2 ABI,
 PTX/toolchain, nvcc architecture, container runtimes, pip resolution), and
 the completion lines popular launchers print only when every worker exited 0.
 
-Same conventions as rules.py: literal lower-case keywords gate each rule,
+Same conventions as rules.py: literal lower-case keywords gate each rule (and
+start with a letter or a character other keywords already start with: every new
+first character costs the keyword trie a branch at every position of every log),
 every repetition is bounded, patterns key on the stable words of a message,
 never on hosts, paths or numbers. Each rule has a test row written from the
 documented format in tests/test_classify_rules_docs.py.
@@ -72,9 +74,6 @@ DOC_RULES: Tuple[Rule, ...] = (
          r"|has deleted job \d+|\bexception type=cancel\b|Cancelled pending job allocation|via condor_rm"
          r"|scancel: Terminating job \d+|^Job <\d+> is being terminated\s*$|\bTaskCancelledError\b",
          "the job was cancelled (qdel / condor_rm / flux cancel / Ctrl-C)", terminal=True, warnings_ok=True),
-    Rule("doc.ctrl_c", "cancelled_user", R_CANCEL - 18, 0.55,
-         ("^c",), r"^\s*\^C\s*$",
-         "the job was interrupted from the terminal (Ctrl-C)", terminal=True),
     # ---- completion markers (only printed when the run ended well) ----------------
     # HTCondor event 005 "Job terminated. (1) Normal termination (return value 0)";
     # Torque/PBS epilogue and mail "Exit_status=0"; kubectl describe of a finished
@@ -140,8 +139,8 @@ DOC_RULES: Tuple[Rule, ...] = (
           "errimagepull", "imagepullbackoff", "createcontainer", "error response from daemon", "requirement error",
           "fatal:", "resolutionimpossible", "requires a different python", "externally-managed-environment",
           "ninja is required", "cannot find -l", "bad interpreter", "exec format error", "numpy is not available",
-          "unable to load any of", "could not locate", "only supports ampere", "no such file or directory",
-          "visual c++", "not currently imported", "not found"),
+          "unable to load any of", "could not locate", "only supports ampere",
+          "visual c++", "not currently imported", "not found", "fatal error:"),
          r"compiled using NumPy 1\.x cannot be run in|numpy\.dtype size changed, may indicate binary incompatibility"
          r"|PTX was compiled with an unsupported toolchain|CUDA_ERROR_UNSUPPORTED_PTX_VERSION|cudaErrorUnsupportedPtxVersion"
          r"|cudaErrorInsufficientDriver|CUDA_ERROR_NO_BINARY_FOR_GPU|cudaErrorNoKernelImageForDevice"
@@ -190,7 +189,9 @@ DOC_RULES: Tuple[Rule, ...] = (
     # why, but it outranks completion markers (the extern step's "COMPLETED 0:0",
     # "Training completed" before the crash), so such a log is unknown, not success.
     Rule("doc.failed_state", "unknown", R_SUCCESS + 5, 0.3,
-         ("failed", "exit_status=", "exited with exit code", "normal termination (return value"),
+         # Not the bare word "failed" (every log has it): the state as these tools print it.
+         ("state: failed", "jobstate=failed", "failed|", "failed  ", "exit_status=", "exited with exit code",
+          "normal termination (return value"),
          r"\bState:\s+FAILED\b|JobState=FAILED\b|[\s|]FAILED[\s|]+[1-9]\d*:\d+\b|\bExit_status=(?!0\b)-?\d+"
          r"|^Exited with exit code [1-9]\d*\.?\s*$|Normal termination \(return value [1-9]\d*\)",
          "the scheduler reports the job failed, without saying why", warnings_ok=True),
