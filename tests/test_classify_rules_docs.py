@@ -223,3 +223,21 @@ def test_classifier_and_xid_package_agree_on_every_sxid_verdict() -> None:
         r = cls(line, source="kernel")
         assert (r.rule == "kernel.nvswitch_sxid") == (sev == "fail"), line
         assert r.rule.startswith("kernel.nvswitch_sxid.") == (sev == "warn"), line
+
+
+# ---- item 2: a completion marker counts only when no failure marker is in the log --------
+
+@pytest.mark.parametrize("text", [
+    "{'train_runtime': 1.0}\ntorch.distributed.elastic.multiprocessing.errors.ChildFailedError:\ntrain.py FAILED",
+    "Training completed. Do not forget to share your model\nsrun: error: n1: task 0: Exited with exit code 1",
+    "JobID|State|ExitCode\n77|FAILED|2:0\n77.extern|COMPLETED|0:0",
+])
+def test_completion_marker_with_a_failure_marker_is_not_success(text: str) -> None:
+    r = cls(text)
+    assert r.category == "unknown" and r.confidence <= 0.3, r.rule
+
+
+def test_a_weak_hint_still_beats_a_bare_failure_marker_after_a_completion_marker() -> None:
+    text = ("Training completed.\nUserWarning: No space left on device while writing the trace\n"
+            "srun: error: n1: task 0: Exited with exit code 1")
+    assert cls(text).category == "storage_io"

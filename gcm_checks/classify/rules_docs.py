@@ -186,9 +186,10 @@ DOC_RULES: Tuple[Rule, ...] = (
          "the scheduler reports the job PREEMPTED", terminal=True, warnings_ok=True),
     # A failed final state without a cause (sacct FAILED 1:0, Torque Exit_status=1,
     # LSF "Exited with exit code 1.", HTCondor "return value 1"): says nothing about
-    # why, but it outranks completion markers (the extern step's "COMPLETED 0:0",
-    # "Training completed" before the crash), so such a log is unknown, not success.
-    Rule("doc.failed_state", "unknown", R_SUCCESS + 5, 0.3,
+    # why, but it is a failure marker, so completion markers in the same log (the
+    # extern step's "COMPLETED 0:0", "Training completed" before the crash) do not
+    # make it a success (engine.judge); any real cause or weak hint outranks it.
+    Rule("doc.failed_state", "unknown", R_VAGUE + 1, 0.3,
          # Not the bare word "failed" (every log has it): the state as these tools print it.
          ("state: failed", "jobstate=failed", "failed|", "failed  ", "exit_status=", "exited with exit code",
           "normal termination (return value"),
