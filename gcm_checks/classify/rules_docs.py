@@ -26,7 +26,7 @@ import re
 from typing import Tuple
 
 from gcm_checks.classify.rules import (
-    R_CANCEL, R_ENV_CUDA, R_EXCEPTION, R_NET, R_NODE_FAIL, R_SCHED, R_SUCCESS, R_VAGUE, Rule,
+    R_CANCEL, R_ENV_CUDA, R_EXCEPTION, R_HOST_OOM_SLURM, R_NET, R_NODE_FAIL, R_SCHED, R_SUCCESS, R_VAGUE, Rule,
 )
 
 DOC_RULES: Tuple[Rule, ...] = (
@@ -80,13 +80,17 @@ DOC_RULES: Tuple[Rule, ...] = (
     # container "Reason: Completed" / "Exit Code: 0"; torchelastic "Local worker group
     # finished (WorkerState.SUCCEEDED)"; Hugging Face's "***** eval metrics *****"
     # block after training; TF Estimator "Loss for final step:"; nccl-tests'
-    # closing "# Avg bus bandwidth : N".
+    # closing "# Avg bus bandwidth : N"; detectron2's "Overall training speed" /
+    # "Total training time" (printed in a finally: an exception after it still wins);
+    # Ultralytics' "100 epochs completed in 1.234 hours."
     Rule("doc.completed", "success", R_SUCCESS + 1, 0.75,
          ("normal termination (return value 0)", "exit_status=0", "reason:", "exit code:", "workerstate.succeeded",
-          "metrics *", "loss for final step", "avg bus bandwidth"),
+          "metrics *", "loss for final step", "avg bus bandwidth", "overall training speed", "total training time",
+          "epochs completed in"),
          r"Normal termination \(return value 0\)|\bExit_status=0\b|^\s*Reason:\s+Completed\s*$|^\s*Exit Code:\s+0\s*$"
          r"|WorkerState\.SUCCEEDED|\*+ (?:eval|test|predict) metrics \*+|Loss for final step:"
-         r"|^#\s*Avg bus bandwidth\s*:\s*[\d.]+",
+         r"|^#\s*Avg bus bandwidth\s*:\s*[\d.]+|Overall training speed: \d+ iterations in|\bTotal training time: \d"
+         r"|\b\d+ epochs completed in [\d.]+ hours\b",
          "the job's launcher or scheduler reports a normal end", warnings_ok=True),
     # ---- network fabric -----------------------------------------------------------------
     # Open MPI openib: "The InfiniBand retry count between two MPI processes has been
@@ -95,16 +99,22 @@ DOC_RULES: Tuple[Rule, ...] = (
     # mlx5 firmware health ("device's health compromised", "Fatal error N detected");
     # the kernel's transmit watchdog ("NETDEV WATCHDOG: ib0 (...): transmit queue 0
     # timed out"); NIC drivers' "NIC Link is Down"; Omni-Path/HFI and Slingshot CXI
-    # link loss.
+    # link loss; MVAPICH2's "Got FATAL event 3" and "wc.status=12"; perftest's
+    # "Completion with error at client" / "Failed status 12: wr_id"; ibv_devinfo's
+    # "state: PORT_DOWN (1)".
     Rule("doc.fabric", "network_fabric", R_NET, 0.85,
          ("infiniband retry count", "error polling", "ofi poll failed", "mpidi_ofi_handle_cq_error",
           "health compromised", "mlx5_core", "netdev watchdog", "transmit timeout", "link is down", "hfi1",
-          "cxi", "physical state:", "retry exceeded"),
+          "cxi", "physical state:", "retry exceeded", "fatal event", "wc.status=", "send desc error",
+          "completion with error", "failed status", "failed to modify qp", "port_down", "port_init"),
          r"InfiniBand retry count between two MPI processes|error polling [LH]P CQ with status"
          r"|OFI poll failed|MPIDI_OFI_handle_cq_error|mlx5_core\b.{0,200}(?:health compromised|Fatal error \d+ detected)"
          r"|NETDEV WATCHDOG: .{0,120}transmit queue \d+ timed out|\bib\d+: transmit timeout|\bNIC Link is Down\b"
          r"|\bhfi1_\d+:.{0,120}\blink (?:down|failure)\b|\bcxi\d*\b.{0,120}\blink (?:down|failed)\b"
-         r"|Physical state:\s+(?:Polling|Disabled|LinkErrorRecovery)\b|\bRETRY EXCEEDED ERROR\b",
+         r"|Physical state:\s+(?:Polling|Disabled|LinkErrorRecovery)\b|\bRETRY EXCEEDED ERROR\b"
+         r"|\bGot FATAL event \d+|\bwc\.status=(?!0\b)\d+|Send desc error|Completion with error at (?:client|server)"
+         r"|Failed status \d+: wr_id|Failed to modify QP to (?:INIT|RTR|RTS)|\bstate:\s+PORT_(?:DOWN|INIT)\b"
+         r"|mlx5_core\b.{0,200}Driver is in error state",
          "the network fabric (InfiniBand/RDMA/Slingshot) failed between nodes", warnings_ok=True),
     # ---- node failure ---------------------------------------------------------------
     # PBS MoM: "PBS: job killed: node 1 (n12) requested job terminate, 'EOF' (code
@@ -130,7 +140,9 @@ DOC_RULES: Tuple[Rule, ...] = (
     # (Kubernetes ErrImagePull/ImagePullBackOff, docker's daemon, Apptainer FATAL,
     # nvidia-container-cli requirement errors); pip that cannot resolve; a build
     # that cannot find a header, a library or Ninja; a script with DOS line ends;
-    # dash's "/bin/sh: 1: deepspeed: not found" (bash says "command not found").
+    # dash's "/bin/sh: 1: deepspeed: not found" (bash says "command not found");
+    # CUDA errors 803/804 (driver/toolkit mismatch, forward compatibility on an
+    # unsupported GPU, usually a container's CUDA newer than the host driver).
     Rule("doc.env", "import_env", R_ENV_CUDA, 0.85,
          ("numpy 1.x", "dtype size changed", "unsupported toolchain", "unsupported_ptx", "unsupportedptx",
           "insufficientdriver", "no_binary_for_gpu", "nokernelimage", "unsupported gpu architecture",
@@ -140,7 +152,9 @@ DOC_RULES: Tuple[Rule, ...] = (
           "fatal:", "resolutionimpossible", "requires a different python", "externally-managed-environment",
           "ninja is required", "cannot find -l", "bad interpreter", "exec format error", "numpy is not available",
           "unable to load any of", "could not locate", "only supports ampere",
-          "visual c++", "not currently imported", "not found", "fatal error:"),
+          "visual c++", "not currently imported", "not found", "fatal error:", "forward compatibility",
+          "compat_not_supported", "compatnotsupported", "display driver", "driver_mismatch", "drivermismatch",
+          "ptxas fatal", "winerror 126", "conda init", "invalid choice"),
          r"compiled using NumPy 1\.x cannot be run in|numpy\.dtype size changed, may indicate binary incompatibility"
          r"|PTX was compiled with an unsupported toolchain|CUDA_ERROR_UNSUPPORTED_PTX_VERSION|cudaErrorUnsupportedPtxVersion"
          r"|cudaErrorInsufficientDriver|CUDA_ERROR_NO_BINARY_FOR_GPU|cudaErrorNoKernelImageForDevice"
@@ -156,7 +170,11 @@ DOC_RULES: Tuple[Rule, ...] = (
          r"|exec format error|Numpy is not available|Unable to load any of \{lib|Could not locate \S+\.(?:dll|so)\b"
          r"|FlashAttention only supports Ampere GPUs or newer|fatal error: \S+\.h(?:pp)?: No such file or directory"
          r"|Microsoft Visual C\+\+ 14\.0 or greater is required|does not exist or is not currently imported"
-         r"|^(?:/bin/|/usr/bin/)?(?:sh|dash): \d+: [^\s:]+: not found\s*$",
+         r"|^(?:/bin/|/usr/bin/)?(?:sh|dash): \d+: [^\s:]+: not found\s*$"
+         r"|forward compatibility was attempted on non supported HW|CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"
+         r"|cudaErrorCompatNotSupportedOnDevice|unsupported display driver / cuda driver combination"
+         r"|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|cudaErrorSystemDriverMismatch|ptxas fatal\s*:|\[WinError 126\]"
+         r"|Run 'conda init' before 'conda activate'|invalid choice: 'activate'",
          "the software environment does not match (library ABI, CUDA toolchain/driver, container, packages)"),
     # NumPy 1.24 removed np.float/np.int, torch and transformers move APIs between
     # releases: "AttributeError: module 'numpy' has no attribute 'float'" is an
@@ -192,10 +210,20 @@ DOC_RULES: Tuple[Rule, ...] = (
     Rule("doc.failed_state", "unknown", R_VAGUE + 1, 0.3,
          # Not the bare word "failed" (every log has it): the state as these tools print it.
          ("state: failed", "jobstate=failed", "failed|", "failed  ", "exit_status=", "exited with exit code",
-          "normal termination (return value"),
+          "normal termination (return value", "run time "),
          r"\bState:\s+FAILED\b|JobState=FAILED\b|[\s|]FAILED[\s|]+[1-9]\d*:\d+\b|\bExit_status=(?!0\b)-?\d+"
-         r"|^Exited with exit code [1-9]\d*\.?\s*$|Normal termination \(return value [1-9]\d*\)",
+         r"|^Exited with exit code [1-9]\d*\.?\s*$|Normal termination \(return value [1-9]\d*\)"
+         r"|\b(?:Ended|Failed), Run time [\d:-]+, FAILED\b",
          "the scheduler reports the job failed, without saying why", warnings_ok=True),
+    # ---- Slurm's job mail (MailType=END/FAIL): "Slurm Job_id=12 Name=x Ended, Run time
+    # 01:02:03, TIMEOUT, ExitCode 0" - the state names the cause for these five (FAILED
+    # is doc.failed_state; NODE_FAIL is slurm.node_failure's).
+    *(Rule(f"doc.slurm_mail.{state.lower()}", cat, rank, 0.85, ("run time ",),
+           r"\b(?:Ended|Failed|Requeued), Run time [\d:-]+, " + state + r"\b", f"Slurm's job mail reports {state}", terminal=True,
+           warnings_ok=True)
+      for state, cat, rank in (("COMPLETED", "success", R_SUCCESS + 2), ("TIMEOUT", "timeout_walltime", R_SCHED),
+                               ("PREEMPTED", "preempted", R_SCHED), ("CANCELLED", "cancelled_user", R_CANCEL),
+                               ("OUT_OF_MEMORY", "host_oom", R_HOST_OOM_SLURM))),
     # A warning that the installed PyTorch has no kernels for this GPU: the failure
     # usually follows as "no kernel image"; alone, it is a hint only (any completion
     # marker outranks it).
