@@ -148,6 +148,13 @@ CASES = [
     ("doc.slurm_mail.out_of_memory", "host_oom", "Slurm Job_id=4242 Name=train Failed, Run time 00:42:00, OUT_OF_MEMORY, ExitCode 0"),
     ("slurm.node_failure", "node_failure", "Slurm Job_id=4242 Name=train Failed, Run time 03:10:00, NODE_FAIL, ExitCode 0"),
     ("doc.failed_state", "unknown", "Slurm Job_id=4242 Name=train Failed, Run time 00:00:09, FAILED, ExitCode 1"),
+    ("doc.timeout", "timeout_walltime", "=>> job 4242.pbs01 exceeded its walltime and was terminated"),
+    ("doc.timeout", "timeout_walltime", "ERROR: Time limit exceeded, the job was stopped by the batch system"),
+    ("doc.numeric", "numeric_divergence",
+     "tensorflow.python.framework.errors_impl.InvalidArgumentError:  gradients/loss : Tensor had NaN values"),
+    ("doc.numeric", "numeric_divergence", "InvalidArgumentError: Nan in summary histogram for: dense/kernel_0"),
+    ("doc.node_daemon", "node_failure",
+     "An ORTE daemon has unexpectedly failed after launch and before\ncommunicating back to mpirun."),
     ("doc.env_arch_hint", "import_env",
      "UserWarning: NVIDIA H100 80GB HBM3 with CUDA capability sm_90 is not compatible with the current PyTorch installation."),
 ]

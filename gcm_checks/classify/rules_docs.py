@@ -26,7 +26,7 @@ import re
 from typing import Tuple
 
 from gcm_checks.classify.rules import (
-    R_CANCEL, R_ENV_CUDA, R_EXCEPTION, R_HOST_OOM_SLURM, R_NET, R_NODE_FAIL, R_SCHED, R_SUCCESS, R_VAGUE, Rule,
+    R_CANCEL, R_ENV_CUDA, R_EXCEPTION, R_HOST_OOM_SLURM, R_NCCL, R_NET, R_NODE_FAIL, R_NUMERIC, R_SCHED, R_SUCCESS, R_VAGUE, Rule,
 )
 
 DOC_RULES: Tuple[Rule, ...] = (
@@ -37,11 +37,14 @@ DOC_RULES: Tuple[Rule, ...] = (
     # specified deadline" (activeDeadlineSeconds).
     Rule("doc.timeout", "timeout_walltime", R_SCHED - 2, 0.9,
          ("wallclock time", "allocation expired", "type=timeout", "longer than specified deadline", "deadlineexceeded",
-          "walltime", "wall time", "wall-time", "run time limit", "runtime limit"),
+          "walltime", "wall time", "wall-time", "run time limit", "runtime limit", "timelimit exceeded",
+          "time limit exceeded"),
          r"exceeded (?:hard|soft) wallclock time|resource allocation expired|\bexception type=timeout\b"
          r"|Job was active longer than specified deadline|reason:\s*\"?DeadlineExceeded\b"
          r"|(?i:\bwall[- ]?(?:time|clock)(?: limit)? (?:exceeded|expired)\b)"
-         r"|(?i:\bexceeded (?:the |its |their )?(?:requested |maximum )?(?:wall[- ]?time|run ?time) limit\b)",
+         r"|(?i:\bexceeded (?:the |its |their )?(?:requested |maximum )?(?:wall[- ]?time|run ?time) limit\b)"
+         r"|(?i:\bexceeded (?:the |its |their )?(?:requested |allocated )?wall[- ]?(?:time|clock)\b)"
+         r"|(?i:\b(?:job |wall[- ]?)?time ?limit exceeded\b)",
          "the batch system stopped the job at its time limit", terminal=True, warnings_ok=True),
     # ---- preemption -------------------------------------------------------------------
     # Kubernetes scheduler event on the victim: "Preempted by a pod on node n1"
@@ -129,6 +132,16 @@ DOC_RULES: Tuple[Rule, ...] = (
          r"|DeletionBy(?:TaintManager|PodGC)\b|Kernel panic - not syncing"
          r"|Task launch for \S+ failed on node \S+: Communication connection failure",
          "the node the job ran on went down or stopped answering", terminal=True, warnings_ok=True),
+    # ---- numbers that stopped being numbers ------------------------------------------
+    # TensorFlow's CheckNumerics ("... : Tensor had NaN values") and the summary writer
+    # ("InvalidArgumentError: Nan in summary histogram for: loss").
+    Rule("doc.numeric", "numeric_divergence", R_NUMERIC, 0.85,
+         ("tensor had", "nan in summary"), r"Tensor had (?:NaN|Inf|NaN and Inf) values|Nan in summary histogram",
+         "the loss or the gradients became NaN/Inf"),
+    # Open MPI/PRRTE: the daemon on another node died after launch.
+    Rule("doc.node_daemon", "node_failure", R_NCCL - 3, 0.6,
+         ("daemon has unexpectedly failed",), r"(?:ORTE|PRTE) daemon has unexpectedly failed after launch",
+         "the launcher's daemon on another node died (node or network lost)"),
     # ---- environment ----------------------------------------------------------------
     # NumPy 2's ABI break ("A module that was compiled using NumPy 1.x cannot be run
     # in NumPy 2.x", "numpy.dtype size changed, may indicate binary incompatibility");
