@@ -261,6 +261,9 @@ def test_classifier_and_xid_package_agree_on_every_sxid_verdict() -> None:
     "{'train_runtime': 1.0}\ntorch.distributed.elastic.multiprocessing.errors.ChildFailedError:\ntrain.py FAILED",
     "Training completed. Do not forget to share your model\nsrun: error: n1: task 0: Exited with exit code 1",
     "JobID|State|ExitCode\n77|FAILED|2:0\n77.extern|COMPLETED|0:0",
+    # kubectl describe: the init container completed, the trainer did not.
+    "Init Containers:\n  fetch:\n    State:          Terminated\n      Reason:       Completed\n      Exit Code:    0\n"
+    "Containers:\n  trainer:\n    State:          Terminated\n      Reason:       Error\n      Exit Code:    1",
 ])
 def test_completion_marker_with_a_failure_marker_is_not_success(text: str) -> None:
     r = cls(text)

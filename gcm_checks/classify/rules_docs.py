@@ -216,6 +216,8 @@ DOC_RULES: Tuple[Rule, ...] = (
          ("preempted",), r"\bState:\s+PREEMPTED\b|[\s|]PREEMPTED[\s|]+\d+:\d+\b",
          "the scheduler reports the job PREEMPTED", terminal=True, warnings_ok=True),
     # A failed final state without a cause (sacct FAILED 1:0, Torque Exit_status=1,
+    # kubectl describe's "Reason: Error" / "Exit Code: 1" next to an init container's
+    # "Reason: Completed / Exit Code: 0",
     # LSF "Exited with exit code 1.", HTCondor "return value 1"): says nothing about
     # why, but it is a failure marker, so completion markers in the same log (the
     # extern step's "COMPLETED 0:0", "Training completed" before the crash) do not
@@ -223,10 +225,11 @@ DOC_RULES: Tuple[Rule, ...] = (
     Rule("doc.failed_state", "unknown", R_VAGUE + 1, 0.3,
          # Not the bare word "failed" (every log has it): the state as these tools print it.
          ("state: failed", "jobstate=failed", "failed|", "failed  ", "exit_status=", "exited with exit code",
-          "normal termination (return value", "run time "),
+          "normal termination (return value", "run time ", "exit code:", "reason:"),
          r"\bState:\s+FAILED\b|JobState=FAILED\b|[\s|]FAILED[\s|]+[1-9]\d*:\d+\b|\bExit_status=(?!0\b)-?\d+"
          r"|^Exited with exit code [1-9]\d*\.?\s*$|Normal termination \(return value [1-9]\d*\)"
-         r"|\b(?:Ended|Failed), Run time [\d:-]+, FAILED\b",
+         r"|\b(?:Ended|Failed), Run time [\d:-]+, FAILED\b"
+         r"|^\s*Exit Code:\s+[1-9]\d*\s*$|^\s*Reason:\s+(?:Error|ContainerCannotRun|StartError)\s*$",
          "the scheduler reports the job failed, without saying why", warnings_ok=True),
     # ---- Slurm's job mail (MailType=END/FAIL): "Slurm Job_id=12 Name=x Ended, Run time
     # 01:02:03, TIMEOUT, ExitCode 0" - the state names the cause for these five (FAILED
