@@ -26,7 +26,7 @@ import re
 from typing import Tuple
 
 from gcm_checks.classify.rules import (
-    R_CANCEL, R_ENV_CUDA, R_EXCEPTION, R_HOST_OOM_SLURM, R_NCCL, R_NET, R_NODE_FAIL, R_NUMERIC, R_SCHED, R_SUCCESS, R_VAGUE, Rule,
+    R_CANCEL, R_ENV_CUDA, R_EXCEPTION, R_HOST_OOM_SLURM, R_NCCL, R_NET, R_NODE_FAIL, R_NUMERIC, R_OOM, R_SCHED, R_SUCCESS, R_VAGUE, Rule,
 )
 
 DOC_RULES: Tuple[Rule, ...] = (
@@ -85,15 +85,19 @@ DOC_RULES: Tuple[Rule, ...] = (
     # block after training; TF Estimator "Loss for final step:"; nccl-tests'
     # closing "# Avg bus bandwidth : N"; detectron2's "Overall training speed" /
     # "Total training time" (printed in a finally: an exception after it still wins);
-    # Ultralytics' "100 epochs completed in 1.234 hours."
+    # Ultralytics' "100 epochs completed in 1.234 hours." and "Results saved to ...";
+    # Lightning's "Test metric" / "Validate metric" table after trainer.test/validate;
+    # lm-evaluation-harness's results table; Ray Tune's closing "Total run time".
     Rule("doc.completed", "success", R_SUCCESS + 1, 0.75,
          ("normal termination (return value 0)", "exit_status=0", "reason:", "exit code:", "workerstate.succeeded",
           "metrics *", "loss for final step", "avg bus bandwidth", "overall training speed", "total training time",
-          "epochs completed in"),
+          "epochs completed in", "results saved to", "test metric", "validate metric", "tasks", "total run time"),
          r"Normal termination \(return value 0\)|\bExit_status=0\b|^\s*Reason:\s+Completed\s*$|^\s*Exit Code:\s+0\s*$"
          r"|WorkerState\.SUCCEEDED|\*+ (?:eval|test|predict) metrics \*+|Loss for final step:"
          r"|^#\s*Avg bus bandwidth\s*:\s*[\d.]+|Overall training speed: \d+ iterations in|\bTotal training time: \d"
-         r"|\b\d+ epochs completed in [\d.]+ hours\b",
+         r"|\b\d+ epochs completed in [\d.]+ hours\b|^Results saved to \S+"
+         r"|[\u2503\u2502|]\s+(?:Test|Validate) metric\s+[\u2503\u2502|]|^\|\s*Tasks\s*\|Version\|"
+         r"|Total run time: [\d.]+ seconds \([\d.]+ seconds for the tuning loop\)",
          "the job's launcher or scheduler reports a normal end", warnings_ok=True),
     # ---- network fabric -----------------------------------------------------------------
     # Open MPI openib: "The InfiniBand retry count between two MPI processes has been
@@ -132,6 +136,18 @@ DOC_RULES: Tuple[Rule, ...] = (
          r"|DeletionBy(?:TaintManager|PodGC)\b|Kernel panic - not syncing"
          r"|Task launch for \S+ failed on node \S+: Communication connection failure",
          "the node the job ran on went down or stopped answering", terminal=True, warnings_ok=True),
+    # ---- memory, as other runtimes and batch systems say it ----------------------------
+    # The CUDA driver API's CUDA_ERROR_OUT_OF_MEMORY (JAX/XLA, CuPy, TensorRT print the
+    # enum) and a failed cudaMalloc; HTCondor's "Job has gone over cgroup memory limit
+    # of N megabytes"; Grid Engine's 'exceeds job hard limit "h_vmem"'.
+    Rule("doc.gpu_oom", "gpu_oom", R_OOM, 0.9,
+         ("cuda_error_out_of_memory", "cudamalloc"),
+         r"CUDA_ERROR_OUT_OF_MEMORY|cudaMalloc\w*\b.{0,80}\bout of memory",
+         "the job ran out of GPU memory", warnings_ok=True),
+    Rule("doc.host_oom", "host_oom", R_HOST_OOM_SLURM, 0.9,
+         ("memory limit of", "h_vmem"),
+         r"(?:gone|went) over (?:cgroup )?memory limit of|exceeds job (?:hard|soft) limit \"h_vmem\"",
+         "the batch system killed the job for exceeding its memory request", terminal=True, warnings_ok=True),
     # ---- numbers that stopped being numbers ------------------------------------------
     # TensorFlow's CheckNumerics ("... : Tensor had NaN values") and the summary writer
     # ("InvalidArgumentError: Nan in summary histogram for: loss").
