@@ -195,6 +195,8 @@ def test_every_documented_rule_has_a_case() -> None:
     "the scheduler was not preempted by any pod",
     # A step row of a timed-out job is not the job being cancelled.
     "9914.batch|batch|CANCELLED|0:15",
+    # PBS mail: the server aborted the job (a limit, not a user).
+    "PBS Job Id: 12.pbs\nAborted by PBS Server\nJob was aborted",
 ])
 def test_lookalikes_are_not_the_documented_message(text: str) -> None:
     r = cls(text)

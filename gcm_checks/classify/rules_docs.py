@@ -26,7 +26,8 @@ import re
 from typing import Tuple
 
 from gcm_checks.classify.rules import (
-    R_CANCEL, R_ENV_CUDA, R_EXCEPTION, R_HOST_OOM_SLURM, R_NCCL, R_NET, R_NODE_FAIL, R_NUMERIC, R_OOM, R_SCHED, R_SUCCESS, R_VAGUE, Rule,
+    R_CANCEL, R_ENV_CUDA, R_EXCEPTION, R_HOST_OOM_SLURM, R_NCCL, R_NET, R_NODE_FAIL, R_NUMERIC, R_OOM, R_SCHED,
+    R_SUCCESS, R_VAGUE, Rule,
 )
 
 DOC_RULES: Tuple[Rule, ...] = (
@@ -63,7 +64,7 @@ DOC_RULES: Tuple[Rule, ...] = (
          "the scheduler or the cloud took the job's resources back (preemption)", terminal=True,
          warnings_ok=True),
     # ---- cancellation -----------------------------------------------------------------
-    # HTCondor user log event 009 "Job was aborted." (condor_rm); Grid Engine qdel:
+    # HTCondor user log event 009 "009 (12.000.000) ... Job was aborted." (condor_rm); Grid Engine qdel:
     # "user has registered the job 12 for deletion" / "user has deleted job 12";
     # Flux: "job.exception type=cancel"; srun killed while pending:
     # "srun: Job allocation 12 has been revoked" is not here (it also follows a node
@@ -73,7 +74,8 @@ DOC_RULES: Tuple[Rule, ...] = (
     Rule("doc.cancelled", "cancelled_user", R_CANCEL, 0.75,
          ("job was aborted", "for deletion", "has deleted job", "type=cancel", "cancelled pending job",
           "condor_rm", "scancel: terminating", "is being terminated", "taskcancellederror"),
-         r"\bJob was aborted(?: by the user| via condor_rm)?\.?\s*$|has registered the job \d+ for deletion"
+         # (HTCondor's event line only: a PBS mail says "Job was aborted" after a limit kill.)
+         r"^0?09 \(\d+\.\d+\.\d+\) .{0,40}Job was aborted|has registered the job \d+ for deletion"
          r"|has deleted job \d+|\bexception type=cancel\b|Cancelled pending job allocation|via condor_rm"
          r"|scancel: Terminating job \d+|^Job <\d+> is being terminated\s*$|\bTaskCancelledError\b",
          "the job was cancelled (qdel / condor_rm / flux cancel / Ctrl-C)", terminal=True, warnings_ok=True),
