@@ -349,9 +349,10 @@ MORE_RULES: Tuple[Rule, ...] = (
 )
 
 # ---- kernel-log lines for GPU hardware (one marked place, issue 14) -----------------
-# Helper i18 is teaching gcm_checks.xid to read fallen-off-the-bus without an
-# Xid and NVSwitch SXids; until the classifier uses that parser for kernel
-# lines, these patterns recognise them here. Keep them in this block only.
+# NVRM Xid lines (and fallen-off-the-bus lines that carry "Xid") are read by
+# gcm_checks.xid.parse and SXid lines by gcm_checks.xid.sxid (scan._judge_xid,
+# scan._judge_sxid), so `classify` and `xid scan` judge them alike. The other
+# patterns here are driver messages gcm_checks.xid has no parser for.
 KERNEL_HW_RULES: Tuple[Rule, ...] = (
     Rule("kernel.gpu_init_failed", "gpu_hardware", R_GPU_HW, 0.9,
          ("rminitadapter failed", "failed to initialize the nvidia gpu", "failed to allocate nvrm"),
