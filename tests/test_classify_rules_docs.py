@@ -70,6 +70,10 @@ CASES = [
     ("doc.fabric", "network_fabric", "mlx5_core 0000:5e:00.0: mlx5_health_try_recover:310:(pid 9): device's health compromised - reached miss count"),
     ("doc.fabric", "network_fabric", "NETDEV WATCHDOG: ib0 (mlx5_core): transmit queue 3 timed out"),
     ("doc.fabric", "network_fabric", "ixgbe 0000:03:00.0 eth2: NIC Link is Down"),
+    ("doc.mpi_tcp", "network_fabric",
+     "[n3][[1234,1],5][btl_tcp_frag.c:241:mca_btl_tcp_frag_recv] mca_btl_tcp_frag_recv: readv failed: Connection reset by peer (104)"),
+    ("doc.mpi_tcp", "network_fabric",
+     "[n3][[1234,1],5][btl_tcp_endpoint.c:626:mca_btl_tcp_endpoint_complete_connect] connect() to 10.0.0.2 failed: No route to host (113)"),
     ("doc.fabric", "network_fabric", "hfi1_0: 12345 link down, reason: link error"),
     ("doc.fabric", "network_fabric", "CA 'mlx5_2'\n\tPort 1:\n\t\tState: Down\n\t\tPhysical state: Polling"),
     # ---- node failure

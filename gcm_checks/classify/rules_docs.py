@@ -125,6 +125,15 @@ DOC_RULES: Tuple[Rule, ...] = (
          r"|Failed status \d+: wr_id|Failed to modify QP to (?:INIT|RTR|RTS)|\bstate:\s+PORT_(?:DOWN|INIT)\b"
          r"|mlx5_core\b.{0,200}Driver is in error state",
          "the network fabric (InfiniBand/RDMA/Slingshot) failed between nodes", warnings_ok=True),
+    # Open MPI's TCP transport between nodes: "mca_btl_tcp_frag_recv: readv failed:
+    # Connection reset by peer (104)" and "btl_tcp_endpoint.c:...  connect() to
+    # 10.0.0.2 failed: No route to host (113)" - the network between the ranks' nodes.
+    Rule("doc.mpi_tcp", "network_fabric", R_NET - 4, 0.7,
+         ("mca_btl_tcp", "btl_tcp_endpoint"),
+         r"mca_btl_tcp_\w+: (?:readv|writev|recv|send) failed: (?:Connection reset by peer|Connection timed out"
+         r"|No route to host|Broken pipe)|btl_tcp_endpoint\.c.{0,200}connect\(\) to \S+ failed: (?:No route to host"
+         r"|Connection timed out|Network is unreachable)",
+         "the network between the MPI ranks' nodes failed (Open MPI TCP transport)", warnings_ok=True),
     # ---- node failure ---------------------------------------------------------------
     # PBS MoM: "PBS: job killed: node 1 (n12) requested job terminate, 'EOF' (code
     # 1099) - received SISTER_EOF attempting to communicate with sister MOM's";
