@@ -256,6 +256,12 @@ def test_non_fatal_sxid_that_stalls_nvlink_still_beats_the_cuda_error() -> None:
     assert (r.category, r.rule) == ("gpu_hardware", "kernel.nvswitch_sxid.stall")
 
 
+def test_a_bare_sxid_mention_is_judged_by_the_catalogue() -> None:
+    # Fabric Manager guide: 20034 (LTSSM fault) is fatal; 99999 is no SXid we know.
+    assert cls("dcgm health: NVSwitch SXid 20034 on switch 2").rule == "kernel.nvswitch_sxid"
+    assert cls("dcgm health: NVSwitch SXid 99999 on switch 2").category == "unknown"
+
+
 @pytest.mark.parametrize("line", [DETAIL_SXID, IGNORABLE_SXID])
 def test_register_detail_and_ignorable_sxids_are_not_evidence(line: str) -> None:
     r: Optional[object] = cls(line, source="kernel")

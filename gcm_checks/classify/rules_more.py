@@ -359,8 +359,9 @@ KERNEL_HW_RULES: Tuple[Rule, ...] = (
          r"RmInitAdapter failed|Failed to initialize the NVIDIA GPU at|NVRM: GPU \S+: RmInitAdapter",
          "the NVIDIA driver failed to initialise a GPU"),
     # Judged by the XID package's own SXid parser and the Fabric Manager guide's
-    # catalogue (gcm_checks.xid.sxid): fatal -> gpu_hardware, non-fatal -> a hint
-    # only, ignorable and register-detail lines -> nothing.
+    # catalogue (gcm_checks.xid.sxid): fatal, or non-fatal with stalled NVLink traffic
+    # -> gpu_hardware above the CUDA errors it causes; other non-fatal -> a hint
+    # only; ignorable and register-detail lines -> nothing (scan._judge_sxid).
     Rule("kernel.nvswitch_sxid", "gpu_hardware", R_GPU_HW, 0.9,
          ("sxid",), r"\bSXid\b.{0,80}\d+",
          "an NVSwitch reported a fatal error (SXid)", judge="sxid"),

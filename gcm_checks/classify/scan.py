@@ -379,12 +379,20 @@ def _judge_sxid(line: str) -> Optional[Tuple[str, str, int, float, str]]:
     register-detail lines are dropped.
     """
     try:
-        from gcm_checks.xid.sxid import assess, lookup, parse_sxid
+        from gcm_checks.xid.sxid import CATALOG, ParsedSxid, assess, lookup, parse_sxid
     except ImportError:  # pragma: no cover - the xid package ships with us
         return None
     parsed = parse_sxid(line)
     if parsed is None:
-        return None
+        # Not the driver's line: a tool's or a person's "SXid 20034" counts only for
+        # a code in the Fabric Manager guide (the driver's register-detail lines,
+        # "SXid (PCI:...): 20034, Severity 1 ...", are never events).
+        bare = None if "SXid (" in line else re.search(r"\bSXid\b\D{0,20}?(\d{5})\b", line)
+        if bare is None or int(bare.group(1)) not in CATALOG:
+            return None
+        code = int(bare.group(1))
+        # No verdict printed: the guide's own grouping of the code (fatal tables D.5/D.6) stands in for it.
+        parsed = ParsedSxid(None, "", code, True if lookup(code).kind in ("fatal", "always_fatal") else None, None, "")
     a = assess(parsed)
     what = f"SXid {parsed.code}" + (f" ({a.name})" if a.name else "")
     if a.severity == "fail":
