@@ -101,12 +101,12 @@ def file_name(node: str, finished_iso: str, level: str) -> str:
 
 def write(results_dir: str, doc: Dict[str, Any]) -> str:
     """Write ``doc`` atomically into ``results_dir``; returns the path."""
-    from gcm_checks.safeio import atomic_write
+    from gcm_checks.jsonfile import write_atomic
 
     path = os.path.join(os.path.expanduser(results_dir), file_name(doc["node"], doc["finished"], doc["level"]))
     data = (json.dumps(doc, indent=1, sort_keys=False) + "\n").encode("utf-8")
     # 0644: the fleet report runs as an admin, not necessarily as root.
-    return atomic_write(path, data, mode=0o644)
+    return write_atomic(path, data, mode=0o644)
 
 
 def validate(doc: Any, where: str = "(document)") -> Dict[str, Any]:

@@ -79,7 +79,7 @@ def write(directory: str, mode: str, samples: Iterable[Sample], *, groups: Itera
           job_id: Optional[str] = None) -> List[str]:
     """Rewrite the file of each group in ``groups`` (empty when no sample
     belongs to it: a reading that went away must not stay graphed)."""
-    from gcm_checks.safeio import atomic_write
+    from gcm_checks.jsonfile import write_atomic
 
     directory = os.path.expanduser(directory)
     by_group: Dict[str, List[Sample]] = {g: [] for g in groups}
@@ -89,7 +89,7 @@ def write(directory: str, mode: str, samples: Iterable[Sample], *, groups: Itera
     for group, group_samples in by_group.items():
         path = file_for(directory, mode, group, job_id)
         text = render(group_samples) if group_samples else ""
-        written.append(atomic_write(path, text.encode("utf-8"), mode=0o644))
+        written.append(write_atomic(path, text.encode("utf-8"), mode=0o644))
     return written
 
 
