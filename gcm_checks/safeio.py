@@ -24,7 +24,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import select
 import signal
 import stat
@@ -323,23 +322,10 @@ def write_user_file(
 
 
 # --------------------------------------------------------------------------
-# Text that came out of a log
-
-# CSI / OSC / other ESC sequences, then C0/C1 controls except tab and newline.
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-_CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def clean_text(raw: "bytes | str") -> str:
-    """Log bytes -> printable text: no escape sequences, no control codes.
-
-    An admin who ``cat``s a report must not have their terminal rewritten by
-    a user's log (OSC 52 can even write the clipboard). HTML escaping is the
-    HTML renderer's job; this only removes what no renderer should pass on.
-    """
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return _CTRL.sub("", _ANSI.sub("", text))
+# Text that came out of a log: gcm_checks.text is the one sanitiser. This
+# alias stays for notify/runs.py (another helper's file) until the lead
+# points it at gcm_checks.text after merging.
+from gcm_checks.text import clean_text  # noqa: E402,F401
 
 
 def human_bytes(n: int) -> str:

@@ -189,7 +189,7 @@ def summary_lines(report: Mapping[str, Any]) -> List[str]:
     p = report.get("progress") or {}
     if not p:
         return []
-    from gcm_checks.safeio import clean_text
+    from gcm_checks.text import clean_text
 
     # The report's own gcm-run lines (report["run"], report.runlink) already
     # say where it got to, the loss and the stalls: do not say it twice.
