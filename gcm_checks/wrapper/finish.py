@@ -124,7 +124,7 @@ def finish_run(w: "Wrapper") -> None:
         code = w.state.exit_code
         word = "done" if code == 0 else (f"killed {report['exit'].get('signal')}" if w.state.signal else f"exit {code}")
         seen = w.stragglers.seen() if w.stragglers is not None else []
-        w._poster.final(format_comment(w.tracker.snap, state=word, stragglers=seen))
+        w._poster.final(format_comment(w.watcher.tracker.snap, state=word, stragglers=seen))
     # The status file is the live view; leave it in its final state too.
     w._write_status("exited")
     if not skip and should_notify(w.opts.notify_policy, run_failed(report)):
@@ -183,7 +183,7 @@ def notify_event(w: "Wrapper", alert: "Alert") -> None:
     # One key per episode (notify.notification_key, event "stall-<n>"): a
     # stall and the silence of the same hang are one episode.
     if alert.kind in ("stalled", "silent"):
-        payload["episode"] = getattr(w, "_quiet_episodes", 1)
+        payload["episode"] = w.watcher.quiet_episodes or 1
         payload["event"] = f"stall-{payload['episode']}"
     else:
         payload["episode"] = sum(1 for a in w.state.alerts if a.kind == alert.kind)

@@ -21,16 +21,15 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
 from gcm_checks.wrapper import guard, live
 from gcm_checks.wrapper import status as st
 from gcm_checks.wrapper import streams as sio
 from gcm_checks.wrapper.options import RunOptions, RunState  # noqa: F401 - RunOptions is public here
-from gcm_checks.wrapper.progress import ChunkScanner, Tracker
-from gcm_checks.wrapper.watch import Alert, Watchdog
+from gcm_checks.wrapper.watch import Alert
+from gcm_checks.wrapper.watcher import ProgressWatcher
 
 # Slurm sends SIGTERM at the time limit (then SIGKILL after KillWait) and
 # USR1/USR2 early with ``sbatch --signal``; HUP when a terminal goes away.
@@ -43,9 +42,8 @@ EXIT_NOT_FOUND = 127
 # Reads go into one preallocated buffer per stream (os.readv), as big as the
 # pipe: a 1 GB burst is then ~1,000 reads, with no allocation per read, and
 # the bytes reach the terminal and the log through memoryviews, uncopied.
-# Only the newest SCAN_BYTES of a read are handed to the progress scanner.
+# Only the newest watcher.SCAN_BYTES of a read are handed to the progress scanner.
 READ_SIZE = 1 << 20
-SCAN_BYTES = 1 << 16
 # After a small read from a pipe, wait this long before the next one so that
 # a child printing line by line is read in batches: at 10,000 lines/s that is
 # ~50 reads/s instead of 10,000, which keeps the pump under 3% of a core.
@@ -67,11 +65,7 @@ class Wrapper:
         now_w, now_m = time.time(), time.monotonic()
         self.state = RunState(run_id=live.run_id(self.env), opts=opts, started_wall=now_w, started_mono=now_m)
         self.user = live.user_name(self.env)
-        self.tracker = Tracker()
-        # One line buffer per stream: a loss dict on stdout must never be
-        # glued to half a progress bar on stderr.
-        self.scanners: Dict[int, ChunkScanner] = {}
-        self.watchdog = Watchdog(opts.stall_after_s, opts.silent_after_s, now_m, auto=opts.stall_auto)
+        self.watcher = ProgressWatcher(opts, now_m)
         self.stragglers = None
         self.sentinel: Optional[guard.Sentinel] = None
         self.log_fd: Optional[int] = None
@@ -85,7 +79,6 @@ class Wrapper:
         self._kill_at: Optional[float] = None
         self._last_status_mono = 0.0
         self._dirty = True
-        self._quiet_episode = False
 
     # ------------------------------------------------------------ public
 
@@ -320,13 +313,7 @@ class Wrapper:
                 self.state.output_bytes += n
                 if self.state.log_lines is not None:
                     self.state.log_lines += buf.count(b"\n", 0, n)
-                sc = self.scanners.get(fd)
-                if sc is None:
-                    sc = self.scanners[fd] = ChunkScanner(self.tracker)
-                if n <= SCAN_BYTES:
-                    self._guard(sc.feed, bytes(data), time.monotonic(), time.time())
-                else:  # a flood: the newest part holds the news (see ChunkScanner)
-                    self._guard(sc.feed, bytes(data[n - SCAN_BYTES:]), time.monotonic(), time.time(), True)
+                self.watcher.feed(fd, data)
                 self._dirty = True
                 got += n if fd not in self._ptys else COALESCE_BELOW
             busy = got > 0
@@ -334,41 +321,19 @@ class Wrapper:
                 time.sleep(COALESCE_S)
             now = time.monotonic()
             if now >= next_tick:
-                self._guard(self._tick, now)
+                self.watcher.guard(self._tick, now)
                 next_tick = now + opts.tick_s
         for fd in list(readers):
             sio.close_fd(fd)
-        for sc in self.scanners.values():
-            self._guard(sc.flush, time.monotonic(), time.time())
-        # A NaN printed just before exit, or a stall that ended with the last
-        # line, must still reach the report: judge once more. These alerts go
-        # out with the exit report, not as separate notices.
-        self._guard(self._final_alerts)
+        self.watcher.flush()
+        # These alerts go out with the exit report, not as separate notices.
+        self.state.alerts.extend(self.watcher.final_alerts())
         rc = self.proc.wait()
         self._reaped = True
         if rc < 0:
             self.state.signal = -rc
             return 128 - rc
         return rc
-
-    def _final_alerts(self) -> None:
-        for alert in self.watchdog.check(self.tracker.snap, time.monotonic(), time.time()):
-            if alert.kind in ("diverged", "resumed"):  # a stall at exit is just the end
-                self.state.alerts.append(alert)
-
-    def _guard(self, fn: Any, *args: Any) -> None:
-        """Progress parsing and periodic work see the child's output: nothing
-        in it (GCM_PROGRESS {"eta_s": Infinity}, absurd numbers, deep JSON)
-        may crash gcm-run, kill the child or change its exit status."""
-        try:
-            fn(*args)
-        except Exception as e:  # noqa: BLE001
-            if not getattr(self, "_guard_error", None):
-                self._guard_error = f"{type(e).__name__}: {e}"[:300]
-                try:
-                    sys.stderr.write(f"gcm-run: progress tracking error ignored ({self._guard_error}); the job goes on\n")
-                except Exception:  # noqa: BLE001
-                    pass
 
     def _poll_child(self) -> bool:
         assert self.proc is not None
@@ -393,13 +358,8 @@ class Wrapper:
 
     def _tick(self, now: float) -> None:
         wall = time.time()
-        for sc in self.scanners.values():
-            sc.poll(now, wall)
-        snap = self.tracker.snap
-        for alert in self.watchdog.check(snap, now, wall):
-            self._on_alert(alert)
-        if not (self.watchdog.stalled or self.watchdog.silent):
-            self._quiet_episode = False  # the next stall or silence is a new episode
+        self.watcher.check(now, wall, self._on_alert)
+        snap = self.watcher.tracker.snap
         if self._kill_at is not None and now >= self._kill_at and not self._reaped:
             self._kill_at = None
             try:
@@ -407,26 +367,17 @@ class Wrapper:
             except OSError:
                 pass
         if self.stragglers is not None:
-            self.stragglers.tick(snap, now, wall, self.tracker.done)
+            self.stragglers.tick(snap, now, wall, self.watcher.tracker.done)
         if self.sentinel is not None and self.proc is not None:
             self.sentinel.watch_pids(guard.adopted_children(self.proc.pid))
         if self._poster is not None:
             from gcm_checks.wrapper.comment import format_comment
 
             slow = self.stragglers.current() if self.stragglers is not None else []
-            self._poster.offer(format_comment(snap, alert=self._current_alert(), now_mono=now,
-                                              stalled=self.watchdog.stalled, stragglers=slow))
+            self._poster.offer(format_comment(snap, alert=self.watcher.current_alert(), now_mono=now,
+                                              stalled=self.watcher.watchdog.stalled, stragglers=slow))
         if self._dirty and now - self._last_status_mono >= self.opts.status_interval_s:
             self._write_status("running")
-
-    def _current_alert(self) -> str:
-        if self.watchdog.diverged:
-            return "nan loss"
-        if self.watchdog.stalled:
-            return ""  # format_comment says "STALLED 12m" itself
-        if self.watchdog.silent:
-            return "silent"
-        return ""
 
     def _on_alert(self, alert: Alert) -> None:
         from gcm_checks.wrapper.sides import on_alert

@@ -38,15 +38,15 @@ def signame(sig: Optional[int]) -> Optional[str]:
 
 
 def progress_dict(w: Any, running: bool, mono: float) -> dict:
-    snap = w.tracker.snap
+    snap = w.watcher.tracker.snap
     p = snap.to_dict(running=running, mono=mono)
     stalled_s = None
-    if running and w.watchdog.stalled and snap.last_progress_mono is not None:
+    if running and w.watcher.watchdog.stalled and snap.last_progress_mono is not None:
         stalled_s = round(mono - snap.last_progress_mono, 1)
         p["eta_s"] = None  # no honest ETA while nothing moves: say "stalled 12m"
     p["stalled_s"] = stalled_s
-    p["metrics"] = {k: _finite_or_str(v) for k, v in w.tracker.metrics.items()}
-    p["history"] = w.tracker.history_dict()
+    p["metrics"] = {k: _finite_or_str(v) for k, v in w.watcher.tracker.metrics.items()}
+    p["history"] = w.watcher.tracker.history_dict()
     return p
 
 

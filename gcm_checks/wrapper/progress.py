@@ -349,7 +349,7 @@ class ChunkScanner:
     NaN loss among thousands of lines is never missed.
 
     A flood (more than ``pending_cap`` bytes per interval, or reads bigger
-    than the launcher's SCAN_BYTES) is sampled: only its newest bytes are
+    than the watcher's SCAN_BYTES) is sampled: only its newest bytes are
     parsed. A loss that went NaN stays NaN in every later line, so the
     sample still sees it; docs/gcm-run.md says so.
     """

@@ -25,9 +25,7 @@ def on_alert(w: Any, alert: Any) -> None:
         # A hung job is usually both stalled and silent: one episode, one
         # message (issue 13: one stall sent 2 alert mails). The launcher
         # ends the episode when neither holds any more.
-        if not w._quiet_episode:
-            w._quiet_episode = True
-            w._quiet_episodes = getattr(w, "_quiet_episodes", 0) + 1
+        if w.watcher.new_quiet_episode():
             _notify(w, alert)
     elif alert.kind != "resumed":
         _notify(w, alert)
