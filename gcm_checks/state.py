@@ -23,7 +23,6 @@ from gcm_checks.jsonfile import (MAX_JSON_BYTES, MAX_JSON_DEPTH, PathLike, json_
 # Legacy names, kept only for callers in files other issue-16 helpers own
 # (checks/ib*.py, xid/scan.py, slurm.py, commands/epilog.py, node_action.py):
 # the lead converts them to gcm_checks.jsonfile after merging, then these go.
-MAX_STATE_BYTES = MAX_JSON_BYTES
 
 
 def write_json_atomic(path: PathLike, data: Any, *, fsync: bool = True, sync_dir: bool = False, mode: int = 0o644,
