@@ -25,13 +25,14 @@ by about 0.5 KB per node, not by the documents (tests/bench/bench_fleet.py:
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import statistics
 from array import array
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+MAX_RESULT_BYTES = 4 * 1024 * 1024  # one node's qualify result; anything bigger is not ours
 
 METRICS = ("gemm_tflops", "mem_bw_gbps")
 # 1.4826 * MAD estimates the standard deviation of normally distributed data.
@@ -192,11 +193,12 @@ def _name_key(path: str) -> Tuple[str, str]:
 
 
 def _read(path: str, level: Optional[str], bad: List[str]) -> Optional[Dict[str, Any]]:
+    from gcm_checks.jsonfile import parse_json, read_bytes
     from gcm_checks.qualify.results import ResultFileError, validate
 
     try:
-        with open(path, "rb") as f:
-            doc = validate(json.loads(f.read()), path)
+        # Bounded (size and depth) like every JSON read; errors keep their reason for the report.
+        doc = validate(parse_json(read_bytes(path, max_bytes=MAX_RESULT_BYTES), max_bytes=MAX_RESULT_BYTES), path)
     except ResultFileError as e:
         bad.append(str(e))  # names the path already
         return None
