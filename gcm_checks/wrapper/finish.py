@@ -120,17 +120,17 @@ def finish_run(w: "Wrapper") -> None:
     if w.stragglers is not None:
         # Task 0's last word, where the epilog's job report reads it.
         w.stragglers.final(report)
-    if w._poster is not None:
+    if w.poster is not None:
         code = w.state.exit_code
         word = "done" if code == 0 else (f"killed {report['exit'].get('signal')}" if w.state.signal else f"exit {code}")
         seen = w.stragglers.seen() if w.stragglers is not None else []
-        w._poster.final(format_comment(w.watcher.tracker.snap, state=word, stragglers=seen))
+        w.poster.final(format_comment(w.watcher.tracker.snap, state=word, stragglers=seen))
     # The status file is the live view; leave it in its final state too.
-    w._write_status("exited")
+    w.write_status("exited")
     if not skip and should_notify(w.opts.notify_policy, run_failed(report)):
         result = deliver(w, report, kind="exit", report_file=rpath if report_ok else None)
         w.state.notifications.append(result)
-        w._write_status("exited")
+        w.write_status("exited")
         if report_ok:
             # The outcome belongs in the record too; the report itself was
             # already durable before we tried.

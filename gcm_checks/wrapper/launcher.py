@@ -59,6 +59,16 @@ DRAIN_AFTER_EXIT_S = 2.0  # a grandchild holding the pipe must not keep us alive
 
 
 class Wrapper:
+    """One wrapped run: launch, pump, signals, status, exit.
+
+    Data flows one way. The wrapper feeds output to its ``watcher``
+    (wrapper/watcher.py) and hands each alert to ``sides.on_alert``; at exit
+    it calls ``finish.finish_run``. Those side channels use only the public
+    part below (``state``, ``opts``, ``env``, ``watcher``, ``stragglers``,
+    ``poster``, ``proc``, ``reaped``, ``dirty``, ``kill_at``, ``status_dict``,
+    ``write_status``, ``log_write``); none imports this module.
+    """
+
     def __init__(self, opts: RunOptions) -> None:
         self.opts = opts
         self.env: Dict[str, str] = dict(os.environ if opts.env is None else opts.env)
@@ -74,11 +84,11 @@ class Wrapper:
         self.proc: Optional[subprocess.Popen] = None
         self._pending_signals: List[int] = []
         self._old_handlers: Dict[int, object] = {}
-        self._reaped = False
-        self._poster = None
-        self._kill_at: Optional[float] = None
+        self.reaped = False
+        self.poster = None
+        self.kill_at: Optional[float] = None
         self._last_status_mono = 0.0
-        self._dirty = True
+        self.dirty = True
 
     # ------------------------------------------------------------ public
 
@@ -115,7 +125,7 @@ class Wrapper:
             if os.fstat(self.log_fd).st_size == 0:
                 self.state.log_lines = 0
             os.fsync(self.log_fd)
-            self._write_status("starting", durable=True)
+            self.write_status("starting", durable=True)
             st.fsync_dir(d)
         except OSError as e:
             if self.log_fd is not None:
@@ -165,19 +175,19 @@ class Wrapper:
 
     def _forward(self, signum: int) -> None:
         rec = {"signal": signal.Signals(signum).name, "at": time.time(), "delivered": False}
-        if self.proc is not None and not self._reaped:
+        if self.proc is not None and not self.reaped:
             try:
                 os.killpg(self.proc.pid, signum)
                 rec["delivered"] = True
             except (ProcessLookupError, PermissionError) as e:
                 rec["error"] = str(e)
         self.state.signals_forwarded.append(rec)
-        self._dirty = True
+        self.dirty = True
 
     def _on_winch(self, signum: int, frame: object) -> None:
         for master, ours in getattr(self, "_ptys", {}).items():
             sio.copy_winsize(ours, master)
-        if self.proc is not None and not self._reaped:
+        if self.proc is not None and not self.reaped:
             try:
                 os.killpg(self.proc.pid, signal.SIGWINCH)
             except OSError:
@@ -236,7 +246,7 @@ class Wrapper:
         if self.sentinel is not None:
             self.sentinel.watch_group(self.proc.pid)
         self._start_stragglers()
-        self._write_status("running")
+        self.write_status("running")
         self._start_comment_poster()
         for sig in self._pending_signals:
             self._forward(sig)
@@ -247,7 +257,7 @@ class Wrapper:
         code = EXIT_NOT_FOUND if e.errno == errno.ENOENT else EXIT_NOT_EXECUTABLE
         why = f"gcm-run: cannot run {self.opts.argv[0]!r}: {e.strerror or e} (exit {code})\n"
         self.state.launch_error = why.strip()
-        self._log_write(why.encode())
+        self.log_write(why.encode())
         if self.log_fd is not None:
             try:
                 os.fsync(self.log_fd)
@@ -309,12 +319,12 @@ class Wrapper:
                 if dest not in dead_outputs and not sio.write_all(dest, data):
                     dead_outputs.add(dest)
                     self.state.terminal_error = f"fd {dest} closed; output continues to the log only"
-                self._log_write(data)
+                self.log_write(data)
                 self.state.output_bytes += n
                 if self.state.log_lines is not None:
                     self.state.log_lines += buf.count(b"\n", 0, n)
                 self.watcher.feed(fd, data)
-                self._dirty = True
+                self.dirty = True
                 got += n if fd not in self._ptys else COALESCE_BELOW
             busy = got > 0
             if 0 < got < COALESCE_BELOW and drain_until is None:
@@ -329,7 +339,7 @@ class Wrapper:
         # These alerts go out with the exit report, not as separate notices.
         self.state.alerts.extend(self.watcher.final_alerts())
         rc = self.proc.wait()
-        self._reaped = True
+        self.reaped = True
         if rc < 0:
             self.state.signal = -rc
             return 128 - rc
@@ -338,11 +348,11 @@ class Wrapper:
     def _poll_child(self) -> bool:
         assert self.proc is not None
         if self.proc.poll() is not None:
-            self._reaped = True
+            self.reaped = True
             return True
         return False
 
-    def _log_write(self, data: "bytes | memoryview") -> None:
+    def log_write(self, data: "bytes | memoryview") -> None:
         if self.log_fd is None or self.state.log_error:
             return
         try:
@@ -360,8 +370,8 @@ class Wrapper:
         wall = time.time()
         self.watcher.check(now, wall, self._on_alert)
         snap = self.watcher.tracker.snap
-        if self._kill_at is not None and now >= self._kill_at and not self._reaped:
-            self._kill_at = None
+        if self.kill_at is not None and now >= self.kill_at and not self.reaped:
+            self.kill_at = None
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)  # type: ignore[union-attr]
             except OSError:
@@ -370,14 +380,14 @@ class Wrapper:
             self.stragglers.tick(snap, now, wall, self.watcher.tracker.done)
         if self.sentinel is not None and self.proc is not None:
             self.sentinel.watch_pids(guard.adopted_children(self.proc.pid))
-        if self._poster is not None:
+        if self.poster is not None:
             from gcm_checks.wrapper.comment import format_comment
 
             slow = self.stragglers.current() if self.stragglers is not None else []
-            self._poster.offer(format_comment(snap, alert=self.watcher.current_alert(), now_mono=now,
+            self.poster.offer(format_comment(snap, alert=self.watcher.current_alert(), now_mono=now,
                                               stalled=self.watcher.watchdog.stalled, stragglers=slow))
-        if self._dirty and now - self._last_status_mono >= self.opts.status_interval_s:
-            self._write_status("running")
+        if self.dirty and now - self._last_status_mono >= self.opts.status_interval_s:
+            self.write_status("running")
 
     def _on_alert(self, alert: Alert) -> None:
         from gcm_checks.wrapper.sides import on_alert
@@ -403,7 +413,7 @@ class Wrapper:
             self.state.status_error = f"straggler check off: {type(e).__name__}: {e}"
             self.stragglers = None
 
-    def _write_status(self, state: str, durable: bool = False) -> None:
+    def write_status(self, state: str, durable: bool = False) -> None:
         data = self.status_dict(state)
         if durable:
             st.write_json_atomic(self.status_file, data, durable=True)  # errors reach _prepare
@@ -414,7 +424,7 @@ class Wrapper:
             except OSError as e:
                 self.state.status_error = f"status file: {e.strerror or e}"
         self._last_status_mono = time.monotonic()
-        self._dirty = False
+        self.dirty = False
 
     # ------------------------------------------------------------ exit
 

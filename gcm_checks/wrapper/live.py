@@ -94,8 +94,8 @@ def status_dict(w: Any, state: str) -> dict:
         "output_bytes": s.output_bytes,
         "notifications": list(s.notifications),
         "problems": [p for p in (s.log_error, s.terminal_error, s.status_error) if p],
-        "comment": dict(s.comment_info, **({"last_error": w._poster.last_error, "sent": w._poster.sent}
-                                           if w._poster else {})),
+        "comment": dict(s.comment_info, **({"last_error": w.poster.last_error, "sent": w.poster.sent}
+                                           if w.poster else {})),
         "settings": {"stall_after_s": o.stall_after_s, "stall_auto": o.stall_after_s is None and o.stall_auto,
                      "silent_after_s": o.silent_after_s, "kill_on_stall": o.kill_on_stall,
                      "kill_on_nan": o.kill_on_nan, "notify": o.notify_policy},
