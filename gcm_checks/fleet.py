@@ -32,8 +32,6 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-MAX_RESULT_BYTES = 4 * 1024 * 1024  # one node's qualify result; anything bigger is not ours
-
 METRICS = ("gemm_tflops", "mem_bw_gbps")
 # 1.4826 * MAD estimates the standard deviation of normally distributed data.
 MAD_TO_SIGMA = 1.4826
@@ -193,20 +191,12 @@ def _name_key(path: str) -> Tuple[str, str]:
 
 
 def _read(path: str, level: Optional[str], bad: List[str]) -> Optional[Dict[str, Any]]:
-    from gcm_checks.jsonfile import parse_json, read_bytes
-    from gcm_checks.qualify.results import ResultFileError, validate
+    from gcm_checks.qualify.results import ResultFileError, read
 
     try:
-        # Bounded (size and depth) like every JSON read; errors keep their reason for the report.
-        doc = validate(parse_json(read_bytes(path, max_bytes=MAX_RESULT_BYTES), max_bytes=MAX_RESULT_BYTES), path)
+        doc = read(path)
     except ResultFileError as e:
-        bad.append(str(e))  # names the path already
-        return None
-    except OSError as e:
-        bad.append(f"{path}: {e.strerror or e}")
-        return None
-    except ValueError as e:
-        bad.append(f"{path}: not JSON ({e})")
+        bad.append(str(e))  # names the path and the reason
         return None
     if level and doc.get("level") != level:
         return None

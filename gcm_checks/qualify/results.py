@@ -123,10 +123,16 @@ def validate(doc: Any, where: str = "(document)") -> Dict[str, Any]:
     return doc
 
 
+MAX_RESULT_BYTES = 4 * 1024 * 1024  # one node's result; anything bigger is not ours
+
+
 def read(path: str) -> Dict[str, Any]:
+    """The validated result at ``path``; ResultFileError (with the reason) otherwise."""
+    from gcm_checks.jsonfile import parse_json, read_bytes
+
     try:
-        with open(path, "rb") as f:
-            doc = json.loads(f.read())
+        # Bounded (size and depth) like every JSON read, but the reason is kept for the report.
+        doc = parse_json(read_bytes(path, max_bytes=MAX_RESULT_BYTES), max_bytes=MAX_RESULT_BYTES)
     except OSError as e:
         raise ResultFileError(f"{path}: {e.strerror or e}") from None
     except ValueError as e:
