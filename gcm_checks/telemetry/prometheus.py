@@ -23,15 +23,14 @@ import re
 from typing import Dict, Iterable, List, Optional
 
 from gcm_checks.telemetry.model import HELP, Sample, spec
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+from gcm_checks.text import clean_text
 
 
 def escape_label(value: str) -> str:
-    # Exposition format: backslash, double quote and line feed are escaped;
-    # other control characters have no business in a label and are dropped.
-    value = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return _CONTROL.sub("", value)[:512]
+    # Exposition format: backslash, double quote and line feed are escaped,
+    # after gcm_checks.text has dropped escape sequences and other controls.
+    value = clean_text(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return value[:512]
 
 
 def _value(v: float) -> str:
