@@ -112,7 +112,7 @@ def finish_run(w: "Wrapper") -> None:
     report = build_report(w)
     rpath = st.report_path(w.opts.log_path)
     try:
-        st.write_json_atomic(rpath, report, durable=True)
+        st.write_run_json(rpath, report, durable=True)
         report_ok = True
     except OSError as e:
         report_ok = False
@@ -136,7 +136,7 @@ def finish_run(w: "Wrapper") -> None:
             # already durable before we tried.
             report["notifications"] = list(w.state.notifications)
             try:
-                st.write_json_atomic(rpath, report)
+                st.write_run_json(rpath, report)
             except OSError:
                 pass
 

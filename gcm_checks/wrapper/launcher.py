@@ -416,10 +416,10 @@ class Wrapper:
     def write_status(self, state: str, durable: bool = False) -> None:
         data = self.status_dict(state)
         if durable:
-            st.write_json_atomic(self.status_file, data, durable=True)  # errors reach _prepare
+            st.write_run_json(self.status_file, data, durable=True)  # errors reach _prepare
         else:
             try:
-                st.write_json_atomic(self.status_file, data)
+                st.write_run_json(self.status_file, data)
                 self.state.status_error = None
             except OSError as e:
                 self.state.status_error = f"status file: {e.strerror or e}"

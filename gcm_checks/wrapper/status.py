@@ -58,7 +58,7 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def write_json_atomic(path: str, data: Any, *, durable: bool = False, mode: int = 0o644) -> None:
+def write_run_json(path: str, data: Any, *, durable: bool = False, mode: int = 0o644) -> None:
     """gcm-run's JSON style (indented, sorted, no NaN) through jsonfile's one writer.
 
     ``durable`` fsyncs: used for the run record before launch and the report
@@ -81,7 +81,7 @@ def register_run(index: str, run_id: str, status_file: str) -> Optional[str]:
     try:
         os.makedirs(index, mode=0o700, exist_ok=True)
         p = index_entry_path(index, run_id)
-        write_json_atomic(p, {"status": os.path.abspath(status_file), "host": host(), "pid": os.getpid()}, mode=0o600)
+        write_run_json(p, {"status": os.path.abspath(status_file), "host": host(), "pid": os.getpid()}, mode=0o600)
         return p
     except OSError:
         return None
