@@ -12,7 +12,10 @@ per process and call), its mode set exactly (not through the umask), fsynced,
 renamed over the target inside the same directory file descriptor, and the
 directory fsynced so the rename survives a crash. A crash leaves the old file
 or the new one, never half of either. ``rename`` replaces a symlink planted at
-the target instead of following it (rule 5: root writes these).
+the target instead of following it (rule 5: root writes these). The
+directory given by path is trusted (our own state, spool, outbox); a
+directory a user controls is opened with ``safeio.open_nofollow`` (as the
+user, ``safeio.write_user_file``) and handed over as ``dir_fd``.
 ``durable=False`` skips both fsyncs, for state whose loss is harmless and
 that is written on a hot path (the prolog's job start, gcm-run's once-a-second
 status): a disk flush there costs more than the work itself.
@@ -21,7 +24,7 @@ Reading: ``read_json`` returns the JSON object, or ``None`` when the file is
 missing, unreadable, a symlink at its last component, not a regular file (a
 FIFO must not block us), larger than ``max_bytes``, nested deeper than
 ``max_depth`` (``json`` recurses; a planted ``[[[[...`` would end the run with
-RecursionError) , not valid JSON, or valid JSON that is not an object. It never
+RecursionError), not valid JSON, or valid JSON that is not an object. It never
 raises for anything the file's content or existence can cause: a caller
 treats ``None`` as "no usable record" and goes on.
 
