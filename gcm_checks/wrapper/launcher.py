@@ -28,12 +28,9 @@ from gcm_checks.wrapper import guard, live
 from gcm_checks.wrapper import status as st
 from gcm_checks.wrapper import streams as sio
 from gcm_checks.wrapper.options import RunOptions, RunState  # noqa: F401 - RunOptions is public here
+from gcm_checks.wrapper.signals import SignalForwarder
 from gcm_checks.wrapper.watch import Alert
 from gcm_checks.wrapper.watcher import ProgressWatcher
-
-# Slurm sends SIGTERM at the time limit (then SIGKILL after KillWait) and
-# USR1/USR2 early with ``sbatch --signal``; HUP when a terminal goes away.
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2, signal.SIGHUP)
 
 EXIT_SETUP = 2  # could not create the log or run record: nothing launched
 EXIT_NOT_EXECUTABLE = 126
@@ -61,7 +58,8 @@ DRAIN_AFTER_EXIT_S = 2.0  # a grandchild holding the pipe must not keep us alive
 class Wrapper:
     """One wrapped run: launch, pump, signals, status, exit.
 
-    Data flows one way. The wrapper feeds output to its ``watcher``
+    Data flows one way. Signals reach the job through ``signals``
+    (wrapper/signals.py). The wrapper feeds output to its ``watcher``
     (wrapper/watcher.py) and hands each alert to ``sides.on_alert``; at exit
     it calls ``finish.finish_run``. Those side channels use only the public
     part below (``state``, ``opts``, ``env``, ``watcher``, ``stragglers``,
@@ -82,8 +80,8 @@ class Wrapper:
         self.status_file = st.status_path(opts.log_path)
         self.index_entry: Optional[str] = None
         self.proc: Optional[subprocess.Popen] = None
-        self._pending_signals: List[int] = []
-        self._old_handlers: Dict[int, object] = {}
+        self.signals = SignalForwarder(self)
+        self.ptys: Dict[int, int] = {}  # pty master -> our terminal fd (SIGWINCH copies the size)
         self.reaped = False
         self.poster = None
         self.kill_at: Optional[float] = None
@@ -100,11 +98,11 @@ class Wrapper:
         # Before any thread exists (the comment poster starts after launch).
         self.sentinel = guard.Sentinel()
         self._old_subreaper = guard.become_subreaper()
-        self._install_signal_handlers()
+        self.signals.install()
         try:
             code = self._launch_and_pump()
         finally:
-            self._restore_signal_handlers()
+            self.signals.restore()
         return self._finish(code)
 
     # ------------------------------------------------------------ setup
@@ -148,51 +146,6 @@ class Wrapper:
 
     # ------------------------------------------------------------ signals
 
-    def _install_signal_handlers(self) -> None:
-        for sig in FORWARDED:
-            try:
-                self._old_handlers[sig] = signal.signal(sig, self._on_signal)
-            except (ValueError, OSError):  # not the main thread (tests may call us so)
-                pass
-        try:
-            self._old_handlers[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, self._on_winch)
-        except (ValueError, OSError):
-            pass
-
-    def _restore_signal_handlers(self) -> None:
-        for sig, h in self._old_handlers.items():
-            try:
-                signal.signal(sig, h)  # type: ignore[arg-type]
-            except (ValueError, OSError, TypeError):
-                pass
-
-    def _on_signal(self, signum: int, frame: object) -> None:
-        # Runs between bytecodes in the main thread: keep it tiny.
-        if self.proc is None:
-            self._pending_signals.append(signum)
-            return
-        self._forward(signum)
-
-    def _forward(self, signum: int) -> None:
-        rec = {"signal": signal.Signals(signum).name, "at": time.time(), "delivered": False}
-        if self.proc is not None and not self.reaped:
-            try:
-                os.killpg(self.proc.pid, signum)
-                rec["delivered"] = True
-            except (ProcessLookupError, PermissionError) as e:
-                rec["error"] = str(e)
-        self.state.signals_forwarded.append(rec)
-        self.dirty = True
-
-    def _on_winch(self, signum: int, frame: object) -> None:
-        for master, ours in getattr(self, "_ptys", {}).items():
-            sio.copy_winsize(ours, master)
-        if self.proc is not None and not self.reaped:
-            try:
-                os.killpg(self.proc.pid, signal.SIGWINCH)
-            except OSError:
-                pass
-
     # ------------------------------------------------------------ launch + pump
 
     def _streams(self) -> "tuple[Dict[int, int], List[int], Dict[int, int]]":
@@ -223,7 +176,7 @@ class Wrapper:
         return readers, child, ptys
 
     def _launch_and_pump(self) -> int:
-        readers, child_fds, self._ptys = self._streams()
+        readers, child_fds, self.ptys = self._streams()
         try:
             self.proc = subprocess.Popen(
                 self.opts.argv,
@@ -248,9 +201,7 @@ class Wrapper:
         self._start_stragglers()
         self.write_status("running")
         self._start_comment_poster()
-        for sig in self._pending_signals:
-            self._forward(sig)
-        self._pending_signals.clear()
+        self.signals.launched()
         return self._pump(readers)
 
     def _launch_failed(self, e: OSError) -> int:
@@ -325,7 +276,7 @@ class Wrapper:
                     self.state.log_lines += buf.count(b"\n", 0, n)
                 self.watcher.feed(fd, data)
                 self.dirty = True
-                got += n if fd not in self._ptys else COALESCE_BELOW
+                got += n if fd not in self.ptys else COALESCE_BELOW
             busy = got > 0
             if 0 < got < COALESCE_BELOW and drain_until is None:
                 time.sleep(COALESCE_S)
