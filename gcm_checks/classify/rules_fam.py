@@ -41,7 +41,7 @@ import re
 from typing import Tuple
 
 from gcm_checks.classify.rules import (
-    R_CANCEL, R_ENV, R_GPU_HW, R_NCCL, R_NODE_FAIL, R_NUMERIC, R_OOM, R_SCHED, R_SIGNAL, R_STORAGE, R_SUCCESS, Rule,
+    R_CANCEL, R_ENV, R_GPU_HW, R_NCCL, R_NUMERIC, R_OOM, R_SCHED, R_SIGNAL, R_STORAGE, R_SUCCESS, Rule,
 )
 
 FAM_RULES: Tuple[Rule, ...] = (
@@ -150,9 +150,11 @@ FAM_RULES: Tuple[Rule, ...] = (
     # remote daemon"; Torque pbs_server: "unable to run job, send to MOM 'host' failed";
     # AWS ParallelCluster: "reason set to: Scheduler health check failed" /
     # "EC2 health check failed" (clustermgtd replaces such nodes).
-    Rule("fam.node_lost", "node_failure", R_NODE_FAIL - 12, 0.7,
+    # Same rank as rules.py's mpi.lost_daemon: a lost daemon is often the fallout of
+    # a crash the job printed itself, which then outranks it.
+    Rule("fam.node_lost", "node_failure", R_NCCL - 3, 0.7,
          ("lost communication with", "send to mom", "health check failed"),
-         r"\b(?:ORTE|PRTE|PRRTE) has lost communication with (?:its daemon|a remote daemon)"
+         r"\bORTE has lost communication with its daemon|\bPRR?TE has lost communication with (?:its|a remote) daemon"
          r"|unable to run job, send to MOM \S+ failed|\b(?:Scheduler|EC2) health check failed\b",
          "the launcher lost a node the job was running on", warnings_ok=True),
     # ---- GPU hardware: the GSP firmware stopped answering -------------------------
@@ -165,15 +167,13 @@ FAM_RULES: Tuple[Rule, ...] = (
     # ---- crashes an IDE or glog reports --------------------------------------------
     # PyCharm / IntelliJ run console: "Process finished with exit code 139 (interrupted
     # by signal 11: SIGSEGV)"; glog's failure signal handler: "*** Aborted at 1511282572
-    # (unix time) try "date -d @1511282572" if you are using GNU date ***".
-    Rule("fam.crash_signal", "segfault_signal", R_SIGNAL, 0.8,
+    # (unix time) try "date -d @1511282572" if you are using GNU date ***". (Exit code
+    # 137 / signal 9 is shell.sigkill's.)
+    Rule("fam.crash_signal", "segfault_signal", R_SIGNAL + 1, 0.8,
          ("process finished with exit code", "interrupted by signal", "unix time"),
          r"Process finished with exit code 1(?:3[2-6]|39)\b|\binterrupted by signal (?:4|6|7|8|11): SIG"
          r"|^\*\*\* Aborted at \d+ \(unix time\)",
          "a process crashed with a fatal signal"),
-    Rule("fam.ide_sigkill", "host_oom", R_SIGNAL - 3, 0.55,
-         ("interrupted by signal 9",), r"\binterrupted by signal 9: SIGKILL\b",
-         "the process was SIGKILLed with no other error, which is what the OOM killer does"),
     # Caffe: "Check failed: registry.count(type) == 1 (0 vs. 1) Unknown layer type:
     # Python (known types: ...)": this build lacks the layer (WITH_PYTHON_LAYER, a
     # plugin not compiled in) - the environment, not the model's code.
