@@ -74,16 +74,16 @@ FAM_RULES: Tuple[Rule, ...] = (
     # reason AUTOSCALER_DRAIN_PREEMPTED.
     Rule("fam.cloud_preempted", "preempted", R_SCHED - 3, 0.85,
          ("interrupted_by_no_capacity", "interrupted by no capacity", "instance-terminated-", "vm preemption",
-          "exit code 50001", "drain_preempted"),
+          "drain_preempted"),
          r"\bINTERRUPTED_BY_NO_CAPACITY\b|\bInterrupted by no capacity\b"
          r"|\binstance-terminated-(?:by-price|no-capacity|capacity-oversubscribed|launch-group-constraint)\b"
-         r"|\bSpot VM preemption\b|\bwith exit code 50001\b|\bAUTOSCALER_DRAIN_PREEMPTED\b",
+         r"|\bSpot VM preemption(?: with exit code 50001)?\b|\bAUTOSCALER_DRAIN_PREEMPTED\b",
          "the cloud took the job's machines back (spot/preemptible capacity)", terminal=True, warnings_ok=True),
     # ---- cancellation by a person -------------------------------------------------
     # dstack: TERMINATED_BY_USER / ABORTED_BY_USER / STOPPED_BY_USER (and their
     # pretty_repr); the dstack runner's logrus line `msg="Job canceled"`.
     Rule("fam.stopped_by_user", "cancelled_user", R_CANCEL, 0.75,
-         ("_by_user", "by user", "job canceled"),
+         ("terminated_by_user", "aborted_by_user", "stopped_by_user", "by user", "job canceled"),
          r"\b(?:TERMINATED|ABORTED|STOPPED)_BY_USER\b|\b(?:Terminated|Aborted|Stopped) by user\b"
          r"|\bmsg=\"?Job canceled\b",
          "a person stopped the run (dstack stop / abort)", terminal=True, warnings_ok=True),
@@ -131,8 +131,9 @@ FAM_RULES: Tuple[Rule, ...] = (
     # Apex/fp16 optimizers log "Gradient overflow. Skipping step, loss scaler 0 reducing
     # loss scale to 0.5": a scale below 1 means even unscaled gradients overflow.
     Rule("fam.numeric", "numeric_divergence", R_NUMERIC - 2, 0.75,
+         # (No digits in keywords: each one is a whole-text scan of every log.)
          ("nan iterations", "loss scale to"),
-         r"number of nan iterations:\s*[1-9]|reducing loss scale to:? 0?\.\d+\b",
+         r"number of nan iterations:\s{1,3}[1-9]|reducing loss scale to:? 0?\.\d+\b",
          "the loss or gradients diverged (NaN iterations, loss scale below 1)", warnings_ok=True),
     # ---- storage quota ------------------------------------------------------------
     # HDFS: "DSQuotaExceededException: The DiskSpace quota of /user/x is exceeded";
