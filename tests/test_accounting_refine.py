@@ -232,15 +232,17 @@ def test_held_notification_goes_out_with_the_refined_category(tmp_path):
     assert held == keys
     box = Outbox(str(tmp_path / "outbox"))
     item = next(box.items("pending"))
-    assert item["next_attempt_at"] == T_END + 120
-    # A flush before refinement sends nothing: the item is not due.
+    assert item["not_before"] == T_END + 120 and item["next_attempt_at"] == T_END  # held, not backed off
+    assert box.next_due() == T_END + 120
+    # A flush before refinement sends nothing, not even --now (force): the item is held.
     sent = []
-    assert box.flush(lambda it, left: sent.append(it), budget_s=5, now=lambda: T_END + 10).skipped == keys
+    early = box.flush(lambda it, left: sent.append(it), budget_s=5, now=lambda: T_END + 10, force=True)
+    assert early.skipped == keys and early.held == [{"key": keys[0], "until": T_END + 120, "why": "accounting"}]
     assert sent == []
     summary = refine.refine_pass(s, now=T_END + 60, fetch=CountingFetch(ROWS), deliver=False)
     assert summary.released == keys
     item = next(box.items("pending"))
-    assert item["next_attempt_at"] <= T_END + 60 and "held_for" not in item
+    assert item["next_attempt_at"] <= T_END + 60 and "held_for" not in item and "not_before" not in item
     body = item["payload"]["body"]
     assert body["report"]["accounting"]["run"]["state"] == "FAILED"
     box.flush(lambda it, left: sent.append(it), budget_s=5, now=lambda: T_END + 61)
