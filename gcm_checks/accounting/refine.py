@@ -396,7 +396,7 @@ def _refine_rows(settings: Any, acc: AccountingSettings, st: Dict[str, Any], row
                 if key in refined:
                     continue
                 siblings = [e for e in ends if e != rec.end]
-                if may_have_report(rec, stored) and _refine_one(settings, rec, now, summary, siblings=siblings):
+                if stored and may_have_report(rec, stored) and _refine_one(settings, rec, now, summary, siblings=siblings):
                     refined[key] = now
                     waiting.pop(key, None)
                     continue
