@@ -114,14 +114,16 @@ def _next_due(box: Any, now: Optional[float] = None) -> str:
     backoff and every flush a hold (``not_before``), so say so instead of
     looking like it did nothing."""
     now = time.time() if now is None else now
-    first = box.next_due()
-    if first is None:
+    items = list(box.items("pending"))
+    if not items:
         return "next retry: nothing pending"
+    # As Outbox.next_due: the retry time or the hold, whichever is later.
+    first = min(max(float(i.get("next_attempt_at") or 0), float(i.get("not_before") or 0)) for i in items)
     if first <= now:
         return "next retry: due now (the next flush sends it)"
     mins = (first - now) / 60
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(first))
-    held = [i for i in box.items("pending") if float(i.get("not_before") or 0) > now]
+    held = [i for i in items if float(i.get("not_before") or 0) > now]
     tail = "; 'gcm-checks notify flush --now' retries now"
     if held:
         tail += f" ({len(held)} held until accounting refines them: --now does not override a hold)"
