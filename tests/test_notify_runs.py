@@ -1,5 +1,5 @@
-"""gcm-run's notifications on the path production uses (``run.notice.deliver``,
-called by ``run.finish.default_notifier``) against a real HTTP server.
+"""gcm-run's notifications on the path production uses (``wrapper.notice.deliver``,
+called by ``wrapper.finish.default_notifier``) against a real HTTP server.
 
 (These tests used to call ``notify.notify_run``, a second implementation that
 only tests called; it is gone.)"""
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from gcm_checks.notify import Outbox
-from gcm_checks.run import finish, notice
+from gcm_checks.wrapper import finish, notice
 from test_notify_delivery import Hook  # noqa: F401 - the real HTTP server
 
 

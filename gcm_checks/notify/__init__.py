@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 from gcm_checks.notify.config import Channel, NotifySettings
 from gcm_checks.notify.delivery import outbox_for, sender, writable_outbox
 
-_sender = sender  # gcm-run's run/notice.py still calls notify._sender
+_sender = sender  # gcm-run's wrapper/notice.py still calls notify._sender
 from gcm_checks.notify.keys import idempotency_key, notification_key, run_job_key
 from gcm_checks.notify.outbox import FlushSummary, Outbox
 
