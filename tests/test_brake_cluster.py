@@ -124,7 +124,14 @@ def test_braked_prolog_runs_the_job_instead_of_requeueing_it(cluster4):
     # Two nodes already out for the same check, by gcm, a minute ago.
     for n in ("node1", "node2"):
         c.scontrol("update", f"nodename={n}", "state=drain", f"reason={LOST}")
-    c.write_gcm_config({"simulate": "gpu-lost", "slurm": {"brake_count": 2}})
+    from test_notify_delivery import Hook
+
+    hook = Hook()
+    # The admin alert from a real prolog under slurmd, default handoff
+    # (detach): the flush must outlive the prolog's process group.
+    c.write_gcm_config({"simulate": "gpu-lost", "slurm": {"brake_count": 2},
+                        "notify": {"channels": [{"name": "ops", "type": "webhook", "url": hook.url + "/ops"}],
+                                   "admin": {"channels": ["ops"]}}})
     c.use_scripts(repo_script_glob("prolog"), None)
     try:
         job = c.sbatch("#!/bin/bash\ntrue\n", nodelist="node3", job_name="braked")
@@ -138,7 +145,14 @@ def test_braked_prolog_runs_the_job_instead_of_requeueing_it(cluster4):
         assert info["JobState"] == "COMPLETED", info  # not requeued held: the prolog exited 0
         assert "DRAIN" not in c.node("node3")["State"]
         assert "node3" not in c.sinfo_reasons()
+        deadline = time.monotonic() + 20
+        while not hook.requests and time.monotonic() < deadline:
+            time.sleep(0.2)
+        [req] = hook.requests
+        assert req["body"]["event"] == "mass_drain_brake" and req["body"]["alert"]["mode"] == "prolog"
+        assert req["body"]["alert"]["observed_by"] == "node3" and req["body"]["alert"]["drained"] == ["node1", "node2"]
     finally:
+        hook.close()
         c.use_scripts(None, None)
         c.reset_nodes()
 
@@ -180,6 +194,8 @@ def test_nodes_failing_together_send_one_admin_alert(cluster4, tmp_path):
     try:
         # The production handoff (detach): the alert leaves from a detached process.
         cfgs = _node_configs(c, str(tmp_path), hook.url + "/ops")
+        log_path = os.path.join(c.logdir, "gcm-checks.log")
+        start = os.path.getsize(log_path) if os.path.exists(log_path) else 0  # the log is the module's
         results = {n: _gcm_with(c, "health", n, cfgs[n]) for n in NODES4}
         assert [results[n].returncode for n in NODES4] == [100, 100, 0, 0], [r.stderr[-300:] for r in results.values()]
         deadline = time.monotonic() + 20
@@ -194,8 +210,9 @@ def test_nodes_failing_together_send_one_admin_alert(cluster4, tmp_path):
         assert req["headers"]["Idempotency-Key"] == body["dedup_key"]
         # node3 holds the marker in Slurm; node4 read it and stayed quiet.
         assert "gcm brake" in (c.node("node3").get("Extra") or "")
-        quiet = [json.loads(x) for x in open(os.path.join(c.logdir, "gcm-checks.log"))
-                 if '"mass_drain_brake_alert"' in x]
+        with open(log_path) as f:
+            f.seek(start)
+            quiet = [json.loads(x) for x in f if '"mass_drain_brake_alert"' in x]
         assert [e["node"] for e in quiet] == ["node3"]
         # node3's outbox has it as sent; node4's outbox never had it.
         assert len(os.listdir(tmp_path / "node3" / "outbox" / "sent")) == 1
