@@ -13,7 +13,7 @@ from gcm_checks import brake, notify
 from gcm_checks.notify.config import NotifySettings
 from gcm_checks.slurm import CensusEntry, MemoryBackend, NodeInfo, make_drain_reason
 from gcm_checks.testing import settings as make_settings
-from test_notify_delivery import Hook  # noqa: F401 - the real HTTP server
+from test_notify_delivery import Hook, cert  # noqa: F401 - the real HTTP server, a TLS certificate for the relay
 
 LOST = make_drain_reason("gpu.responsive", "GPU 3 (00000000:3B:00.0)", "GPU has fallen off the bus")
 NOW = 1_800_000_000.0
@@ -157,3 +157,34 @@ def test_dry_run_sends_nothing(tmp_path, hook):
     assert out["sent"] is False and backend.updates == [] and hook.requests == []
     assert not os.path.exists(str(tmp_path / "n3" / "outbox" / "pending"))
     json.dumps(out)
+
+
+def test_two_nodes_mail_the_same_message_id_to_a_real_relay(tmp_path, cert):
+    """A plain mailbox shows both mails of the documented race; a mail store
+    that drops duplicate Message-IDs keeps one: the id must be the same."""
+    from test_notify_delivery import Relay
+
+    relay = Relay(cert)
+    relay.start()
+    try:
+        pw = tmp_path / "smtp.pass"
+        pw.write_text("hunter2\n")
+        mail = {"name": "ops-mail", "type": "smtp", "host": "127.0.0.1", "port": relay.port, "starttls": True,
+                "cafile": cert[0], "username": "gcm", "password_file": str(pw), "from": "gcm@cluster.example",
+                "message_id_domain": "cluster.example", "timeout_s": 5}
+        ep = _episode()
+        for node in ("n3", "n4"):  # simultaneous: neither saw the other's marker
+            s = make_settings({"state_dir": str(tmp_path / node / "state"),
+                               "report": {"outbox_dir": str(tmp_path / node / "outbox")},
+                               "notify": {"channels": [mail], "handoff": "inline",
+                                          "admin": {"channels": ["ops-mail"], "to": ["hpc-ops@cluster.example"]}}}, node=node)
+            backend = MemoryBackend({n: NodeInfo(n, "IDLE") for n in ("n1", "n2", "n3", "n4")})
+            assert brake.alert(s, node, ep, mode="prolog", reason=LOST, backend=backend)["sent"]
+    finally:
+        relay.stop()
+    assert [m["rcpt"] for m in relay.messages] == [["hpc-ops@cluster.example"]] * 2
+    ids = {m["msg"]["Message-ID"] for m in relay.messages}
+    assert len(ids) == 1 and ids.pop().endswith("@cluster.example>")
+    msg = relay.messages[0]["msg"]
+    assert msg["Auto-Submitted"] == "auto-generated" and "mass-drain brake on gpu.responsive" in msg["Subject"]
+    assert "n1, n2" in msg.get_body(("plain",)).get_content()
