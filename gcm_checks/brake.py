@@ -252,10 +252,23 @@ def alert(settings: Any, node: str, ep: Episode, *, mode: str, reason: str, log:
     return out
 
 
+# Episode records older than this are forgotten (an episode's key names its
+# earliest drain, so an old key never comes back once that drain aged out).
+RECORD_KEEP_S = 7 * 86400.0
+
+
 def _remember(path: str, ep: Episode, how: str, now: float) -> None:
+    import glob
+
     from gcm_checks import state
 
     try:
         state.write_json_atomic(path, {"episode": ep.key, "how": how, "time": now}, fsync=False)
     except OSError:
         pass  # cannot remember: the Extra marker still stops a second alert
+    for old in glob.glob(os.path.join(glob.escape(os.path.dirname(path)), "brake-episode.*.json")):
+        try:
+            if now - os.stat(old).st_mtime > RECORD_KEEP_S:
+                os.unlink(old)
+        except OSError:
+            continue

@@ -188,3 +188,18 @@ def test_two_nodes_mail_the_same_message_id_to_a_real_relay(tmp_path, cert):
     msg = relay.messages[0]["msg"]
     assert msg["Auto-Submitted"] == "auto-generated" and "mass-drain brake on gpu.responsive" in msg["Subject"]
     assert "n1, n2" in msg.get_body(("plain",)).get_content()
+
+
+def test_old_episode_records_are_forgotten(tmp_path, hook):
+    s = _setup(tmp_path, hook, "n3")
+    state_dir = tmp_path / "n3" / "state"
+    state_dir.mkdir(parents=True)
+    stale, fresh = state_dir / "brake-episode.aaaaaaaaaaaa.json", state_dir / "brake-episode.bbbbbbbbbbbb.json"
+    for p in (stale, fresh):
+        p.write_text("{}")
+    os.utime(stale, (NOW - 8 * 86400, NOW - 8 * 86400))
+    os.utime(fresh, (NOW - 86400, NOW - 86400))
+    backend = MemoryBackend({n: NodeInfo(n, "IDLE") for n in ("n3",)})
+    brake.alert(s, "n3", _episode(), mode="prolog", reason=LOST, backend=backend, now=NOW)
+    assert not stale.exists() and fresh.exists()
+    assert (state_dir / f"brake-episode.{_episode().marker_id}.json").exists()
