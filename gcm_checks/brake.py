@@ -266,9 +266,10 @@ def _remember(path: str, ep: Episode, how: str, now: float) -> None:
         state.write_json_atomic(path, {"episode": ep.key, "how": how, "time": now}, fsync=False)
     except OSError:
         pass  # cannot remember: the Extra marker still stops a second alert
+    wall = time.time()  # file ages are wall-clock, whatever ``now`` a test passes
     for old in glob.glob(os.path.join(glob.escape(os.path.dirname(path)), "brake-episode.*.json")):
         try:
-            if now - os.stat(old).st_mtime > RECORD_KEEP_S:
+            if wall - os.stat(old).st_mtime > RECORD_KEEP_S:
                 os.unlink(old)
         except OSError:
             continue

@@ -197,8 +197,11 @@ def test_old_episode_records_are_forgotten(tmp_path, hook):
     stale, fresh = state_dir / "brake-episode.aaaaaaaaaaaa.json", state_dir / "brake-episode.bbbbbbbbbbbb.json"
     for p in (stale, fresh):
         p.write_text("{}")
-    os.utime(stale, (NOW - 8 * 86400, NOW - 8 * 86400))
-    os.utime(fresh, (NOW - 86400, NOW - 86400))
+    import time
+
+    wall = time.time()
+    os.utime(stale, (wall - 8 * 86400, wall - 8 * 86400))
+    os.utime(fresh, (wall - 86400, wall - 86400))
     backend = MemoryBackend({n: NodeInfo(n, "IDLE") for n in ("n3",)})
     brake.alert(s, "n3", _episode(), mode="prolog", reason=LOST, backend=backend, now=NOW)
     assert not stale.exists() and fresh.exists()
