@@ -124,9 +124,9 @@ def _next_due(box: Any, now: Optional[float] = None) -> str:
     mins = (first - now) / 60
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(first))
     held = [i for i in items if float(i.get("not_before") or 0) > now]
-    tail = "; 'gcm-checks notify flush --now' retries now"
+    tail = "" if len(held) == len(items) else "; 'gcm-checks notify flush --now' retries now"
     if held:
-        tail += f" ({len(held)} held until accounting refines them: --now does not override a hold)"
+        tail += f"; {len(held)} held (not_before, e.g. until accounting refines it): --now does not override a hold"
     return f"next retry due at {when} (in {mins:.0f} min){tail}"
 
 
