@@ -25,7 +25,7 @@ from gcm_checks.notify.config import Channel, NotifySettings
 def alert_payload(channel: Channel, alert: Mapping[str, Any], key: str, to: List[str]) -> Dict[str, Any]:
     """One alert rendered for one channel: words for people, fields for machines."""
     from gcm_checks.notify.sinks import slack_escape
-    from gcm_checks.safeio import clean_text
+    from gcm_checks.text import clean_text
 
     subject = " ".join(clean_text(str(alert.get("subject") or "gcm-checks admin alert")).split())[:200]
     text = clean_text(str(alert.get("text") or subject))

@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 
-from gcm_checks.safeio import atomic_write
+from gcm_checks.jsonfile import write_atomic as atomic_write
 
 STATES = ("pending", "sent", "dead")
 
