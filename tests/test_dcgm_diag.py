@@ -16,9 +16,9 @@ from typing import Any, Dict, Optional
 
 import pytest
 
-from gcm_checks import dcgm
+from gcm_checks.gather import dcgm
 from gcm_checks.checks.dcgm import check_dcgm_diag, diag_level, diag_timeout, gather_dcgm
-from gcm_checks.dcgm import DiagStatus
+from gcm_checks.gather.dcgm import DiagStatus
 from gcm_checks.result import Status
 
 FIX = Path(__file__).parent / "fixtures" / "dcgm"
@@ -477,7 +477,7 @@ def test_dcgm2_hardware_test_fail_without_text_still_drains():
 
 
 def test_dcgm4_software_test_config_prefix_and_textless_software_fail():
-    from gcm_checks.dcgm import DiagEntry, DiagError, DiagStatus, Finding, entry_finding
+    from gcm_checks.gather.dcgm import DiagEntry, DiagError, DiagStatus, Finding, entry_finding
 
     pm = DiagEntry("Deployment", "software", "GPU", 0, DiagStatus.FAIL, "Fail",
                    (DiagError("Persistence Mode: Persistence mode for GPU 0 is disabled."),))

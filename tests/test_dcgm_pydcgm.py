@@ -28,9 +28,9 @@ from typing import Any, Dict, Optional
 
 import pytest
 
-from gcm_checks import dcgm, dcgm_py
+from gcm_checks.gather import dcgm, dcgm_py
 from gcm_checks.checks.dcgm import check_dcgm_diag, gather_dcgm, pydcgm_mode
-from gcm_checks.dcgm import DiagStatus
+from gcm_checks.gather.dcgm import DiagStatus
 from gcm_checks.result import Status
 
 FIX = Path(__file__).parent / "fixtures" / "dcgm"

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from gcm_checks import kernel_log as kl
+from gcm_checks.gather import kernel_log as kl
 from gcm_checks.testing import kernel_xid_line
 
 UTC = timezone.utc

@@ -8,12 +8,12 @@ workload" warns. "dcgmi missing", "nv-hostengine down" and DCGM's own
 machinery failing are ``unknown``: they say nothing about the GPUs (rule 2).
 
 Production runs the diag through DCGM's Python bindings when
-``dcgm.use_pydcgm`` allows and they are installed (``gcm_checks.dcgm_py``: a
+``dcgm.use_pydcgm`` allows and they are installed (``gcm_checks.gather.dcgm_py``: a
 child process killed at the deadline), else through ``dcgmi``; both give the
 same report.
 
 Simulation: a scenario (``ctx.sim``) replaces dcgmi with its ``dcgm_diag`` key
-(see ``gcm_checks.dcgm.CannedBackend``). A scenario without that key behaves
+(see ``gcm_checks.gather.dcgm.CannedBackend``). A scenario without that key behaves
 like a node without DCGM installed: ``unknown``, never ``fail``.
 """
 
@@ -40,7 +40,7 @@ def diag_level(ctx: Any) -> int:
 
 
 def diag_timeout(ctx: Any, level: int) -> float:
-    from gcm_checks.dcgm import DEFAULT_TIMEOUT_S
+    from gcm_checks.gather.dcgm import DEFAULT_TIMEOUT_S
 
     configured = ctx.settings.get("dcgm.timeout_s", None)
     timeout = float(configured) if configured else DEFAULT_TIMEOUT_S.get(level, 120.0)
@@ -58,7 +58,7 @@ def diag_timeout(ctx: Any, level: int) -> float:
 def diag_gpus(ctx: Any):
     """The job's GPUs (``ctx.job["gpus"]``, from SLURM_JOB_GPUS) unless
     ``dcgm.scope`` is ``node``; None = every GPU."""
-    from gcm_checks.dcgm import parse_gpu_list
+    from gcm_checks.gather.dcgm import parse_gpu_list
 
     if str(ctx.settings.get("dcgm.scope", "job") or "job") == "node":
         return None
@@ -69,7 +69,7 @@ def diag_gpus(ctx: Any):
 @gatherer("dcgm")
 def gather_dcgm(ctx: Any):
     # Lazy import: the prolog never runs DCGM and must not pay for it (rule 7).
-    from gcm_checks import dcgm
+    from gcm_checks.gather import dcgm
 
     level = diag_level(ctx)
     timeout = diag_timeout(ctx, level)
@@ -107,13 +107,13 @@ def pydcgm_mode(value: Any) -> str:
 def diag_backend(ctx: Any, gpus: Any) -> Any:
     """pydcgm when wanted and found, else dcgmi; None when pydcgm is
     required (``yes``) but absent."""
-    from gcm_checks import dcgm
+    from gcm_checks.gather import dcgm
 
     dcgmi = dcgm.DcgmiBackend(ctx.settings.get("dcgm.dcgmi", None) or "dcgmi", gpu_ids=gpus)
     mode = pydcgm_mode(ctx.settings.get("dcgm.use_pydcgm", "auto"))
     if mode == "no":
         return dcgmi
-    from gcm_checks import dcgm_py
+    from gcm_checks.gather import dcgm_py
 
     found = dcgm_py.find_bindings()
     if found is None:
@@ -128,9 +128,9 @@ def check_dcgm_diag(report: Any, settings: Any) -> List[CheckResult]:
     A failed test fails the GPU only when DCGM's own severity says the
     hardware is bad; configuration findings and "can still perform workload"
     warn, and failures of DCGM's own machinery (CUDA context, EUD harness,
-    internal errors) are unknown (gcm_checks.dcgm.classify_error).
+    internal errors) are unknown (gcm_checks.gather.dcgm.classify_error).
     """
-    from gcm_checks.dcgm import DiagStatus
+    from gcm_checks.gather.dcgm import DiagStatus
 
     if not report.ok:
         return [unknown(CHECK_ID, f"DCGM diag level {report.level}: {report.problem}", level=report.level, source=report.source)]
@@ -196,7 +196,7 @@ _FINDING_WORDS = {
 
 def _judge(entry: Any):
     """(status, finding kind) for one non-passing entry."""
-    from gcm_checks.dcgm import DiagStatus, entry_finding
+    from gcm_checks.gather.dcgm import DiagStatus, entry_finding
 
     if entry.status is DiagStatus.UNRECOGNISED:
         # A status word we do not know (a future DCGM): say so rather than
@@ -222,7 +222,7 @@ def _summarise(entries: list, limit: int = 3) -> str:
         err = "; ".join(x.describe() for x in e.errors) or "no detail from DCGM"
         words = _FINDING_WORDS.get(kind, "")
         if kind == "config":
-            from gcm_checks.dcgm import config_setting
+            from gcm_checks.gather.dcgm import config_setting
 
             setting = config_setting(e)
             if setting:
@@ -247,6 +247,6 @@ def _entry_detail(e: Any, status: Status, kind: str) -> dict:
 
 
 def _setting(e: Any) -> Optional[str]:
-    from gcm_checks.dcgm import config_setting
+    from gcm_checks.gather.dcgm import config_setting
 
     return config_setting(e)

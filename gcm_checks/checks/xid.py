@@ -46,7 +46,7 @@ class XidFacts:
     def window_text(self) -> str:
         if self.window is None:
             return "the kernel log"
-        from gcm_checks.kernel_log import iso
+        from gcm_checks.gather.kernel_log import iso
 
         return f"{iso(self.window[0])} .. {iso(self.window[1])}"
 
@@ -54,7 +54,7 @@ class XidFacts:
 @gatherer("xid")
 def gather_xid(ctx: Any) -> XidFacts:
     # Lazy imports: the prolog loads this module but never gathers XIDs (rule 7).
-    from gcm_checks import kernel_log
+    from gcm_checks.gather import kernel_log
     from gcm_checks.xid import scan as xscan
 
     settings = ctx.settings

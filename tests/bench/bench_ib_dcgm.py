@@ -35,7 +35,7 @@ def _best_ms(fn, repeat: int = 50) -> float:
 
 
 def measure() -> dict:
-    from gcm_checks import dcgm
+    from gcm_checks.gather import dcgm
     from gcm_checks.checks import dcgm as dcgm_checks
     from gcm_checks.checks import ib as ib_checks
     from gcm_checks.gather import ib

@@ -26,7 +26,7 @@ dcgm_diag_schema.json):
   not start says ``{"DCGM Diagnostic": {"runtime_error": "..."}}``.
 
 The backend is a small seam (``DiagBackend``): ``dcgmi`` or DCGM's Python
-bindings (``gcm_checks.dcgm_py.PydcgmBackend``, ``dcgm.use_pydcgm``) in
+bindings (``gcm_checks.gather.dcgm_py.PydcgmBackend``, ``dcgm.use_pydcgm``) in
 production, a scenario's canned text in simulation. The pydcgm backend reads
 only the response struct versions it knows (dcgmDiagResponse_v8..v12) and
 says ``unknown`` for any other: its structs change with every DCGM major
@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from gcm_checks import proc
-from gcm_checks.dcgm_model import (  # noqa: F401 - the model, importable from here as before
+from gcm_checks.gather.dcgm_model import (  # noqa: F401 - the model, importable from here as before
     CONFIG_TESTS,
     DEFAULT_TIMEOUT_S,
     DiagEntry,

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from gcm_checks import proc
-from gcm_checks.dcgm import (
+from gcm_checks.gather.dcgm import (
     DiagBackend,
     DiagEntry,
     DiagError,
@@ -59,9 +59,9 @@ from gcm_checks.dcgm import (
     parse_status,
 )
 
-# The child's side (dcgm_py_child.py) is what the fresh interpreter imports;
+# The child's side (dcgm_child.py) is what the fresh interpreter imports;
 # its names stay importable from here.
-from gcm_checks.dcgm_py_child import RESULT_MARK, child_main, response_to_plain  # noqa: F401
+from gcm_checks.gather.dcgm_child import RESULT_MARK, child_main, response_to_plain  # noqa: F401
 
 SOURCE = "pydcgm"
 MODULES = ("pydcgm", "dcgm_structs", "dcgm_agent", "DcgmDiag")
@@ -121,7 +121,7 @@ def find_bindings(globs: Optional[Sequence[str]] = None) -> Optional[str]:
 # The backend (parent)
 
 
-_CHILD_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from gcm_checks.dcgm_py_child import child_main; sys.exit(child_main(sys.argv[2:]))"
+_CHILD_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from gcm_checks.gather.dcgm_child import child_main; sys.exit(child_main(sys.argv[2:]))"
 
 
 @dataclass(frozen=True)

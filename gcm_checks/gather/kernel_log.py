@@ -463,7 +463,7 @@ def read_file(
     try:
         reader: Any = f
         if (since is not None or until is not None) and not path.endswith(".gz"):
-            from gcm_checks.logseek import seek_to_window
+            from gcm_checks.gather.logseek import seek_to_window
 
             # Wall-clock stamps only (boot_time=None): monotonic ones restart at each boot.
             reader, cov.skipped_bytes = seek_to_window(
