@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import tzinfo
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
 
-from gcm_checks.gather.kernel_log import KernelLine, iso
+from gcm_checks.gather.kernel_log_parse import KernelLine, iso
 from gcm_checks.xid import catalog, sxid
 from gcm_checks.xid.parse import XidLine, group, normalise_bus_id, sanitise
 
