@@ -16,10 +16,11 @@ from typing import Any, Dict, Optional
 
 import pytest
 
-from gcm_checks.gather import dcgm
 from gcm_checks.checks.dcgm import check_dcgm_diag, diag_level, diag_timeout, gather_dcgm
+from gcm_checks.gather import dcgm
 from gcm_checks.gather.dcgm import DiagStatus
 from gcm_checks.result import Status
+from gcm_checks.sim.dcgm import CannedBackend
 
 FIX = Path(__file__).parent / "fixtures" / "dcgm"
 
@@ -49,7 +50,7 @@ def _fake_dcgmi(tmp_path: Path, body: str) -> Path:
 
 
 def _judge(text: str, level: int = 1):
-    report = dcgm.CannedBackend(text).run(level, 60)
+    report = CannedBackend(text).run(level, 60)
     return report, check_dcgm_diag(report, _Settings())
 
 

@@ -28,8 +28,8 @@ from typing import Any, Dict, Optional
 
 import pytest
 
-from gcm_checks.gather import dcgm, dcgm_py
 from gcm_checks.checks.dcgm import check_dcgm_diag, gather_dcgm, pydcgm_mode
+from gcm_checks.gather import dcgm, dcgm_py
 from gcm_checks.gather.dcgm import DiagStatus
 from gcm_checks.result import Status
 

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from gcm_checks.gather import kernel_log as kl
 from gcm_checks.checks import xid as xchecks
+from gcm_checks.gather import kernel_log as kl
 from gcm_checks.xid import scan as xscan
 from gcm_checks.xid import sxid
 from gcm_checks.xid.parse import parse_xid

@@ -13,7 +13,7 @@ child process killed at the deadline), else through ``dcgmi``; both give the
 same report.
 
 Simulation: a scenario (``ctx.sim``) replaces dcgmi with its ``dcgm_diag`` key
-(see ``gcm_checks.gather.dcgm.CannedBackend``). A scenario without that key behaves
+(see ``gcm_checks.sim.dcgm.CannedBackend``). A scenario without that key behaves
 like a node without DCGM installed: ``unknown``, never ``fail``.
 """
 
@@ -82,7 +82,9 @@ def gather_dcgm(ctx: Any):
         canned = sim.get("dcgm_diag") if hasattr(sim, "get") else None
         if canned is None:
             return dcgm.could_not_tell(level, "sim", "dcgmi not installed (simulation scenario has no dcgm_diag)")
-        backend: Any = dcgm.CannedBackend(canned, gpus)
+        from gcm_checks.sim.dcgm import CannedBackend
+
+        backend: Any = CannedBackend(canned, gpus)
     else:
         backend = diag_backend(ctx, gpus)
         if backend is None:
