@@ -21,6 +21,7 @@ from gcm_checks.gather import dcgm
 from gcm_checks.gather.dcgm import DiagStatus
 from gcm_checks.result import Status
 from gcm_checks.sim.dcgm import CannedBackend
+from gcm_checks.sim.sources import scenario_sources
 
 FIX = Path(__file__).parent / "fixtures" / "dcgm"
 
@@ -34,7 +35,9 @@ class _Settings:
 
 
 def _ctx(settings=None, sim=None, remaining=600.0, **extra):
-    return SimpleNamespace(settings=_Settings(settings), sim=sim, remaining=lambda: remaining, **extra)
+    # A simulated node is injected as sources, as the runner's Context does.
+    sources = scenario_sources(sim) if sim is not None else None
+    return SimpleNamespace(settings=_Settings(settings), sources=sources, remaining=lambda: remaining, **extra)
 
 
 def _fixture(name: str) -> str:

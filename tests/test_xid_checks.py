@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import pytest
 
@@ -27,7 +27,7 @@ class FakeCtx:
     settings: Any
     state_dir: Path
     window: Optional[Tuple[float, float]] = (START, END)
-    sim: Optional[Dict[str, Any]] = None
+    sources: Any = None  # gcm_checks.gather.sources.Sources; None = the host's
     bus_map: Any = field(default_factory=lambda: dict(BUS_MAP))
 
     def gpu_bus_ids(self):

@@ -7,13 +7,12 @@ hardware is bad; a node setting (persistence mode off) or "can still perform
 workload" warns. "dcgmi missing", "nv-hostengine down" and DCGM's own
 machinery failing are ``unknown``: they say nothing about the GPUs (rule 2).
 
-Production runs the diag through DCGM's Python bindings when
-``dcgm.use_pydcgm`` allows and they are installed (``gcm_checks.gather.dcgm_py``: a
-child process killed at the deadline), else through ``dcgmi``; both give the
-same report.
-
-Simulation: a scenario (``ctx.sim``) replaces dcgmi with its ``dcgm_diag`` key
-(see ``gcm_checks.sim.dcgm.CannedBackend``). A scenario without that key behaves
+The diag runs through a source (``gcm_checks.gather.sources``). The host's
+(``gcm_checks.gather.dcgm_source``) uses DCGM's Python bindings when
+``dcgm.use_pydcgm`` allows and they are installed (``gcm_checks.gather.dcgm_py``:
+a child process killed at the deadline), else ``dcgmi``; both give the same
+report. Simulation injects the scenario's ``dcgm_diag`` in dcgmi's place (see
+``gcm_checks.sim.dcgm.CannedBackend``); a scenario without that key behaves
 like a node without DCGM installed: ``unknown``, never ``fail``.
 """
 
@@ -70,6 +69,7 @@ def diag_gpus(ctx: Any):
 def gather_dcgm(ctx: Any):
     # Lazy import: the prolog never runs DCGM and must not pay for it (rule 7).
     from gcm_checks.gather import dcgm
+    from gcm_checks.gather.sources import dcgm_source
 
     level = diag_level(ctx)
     timeout = diag_timeout(ctx, level)
@@ -77,50 +77,8 @@ def gather_dcgm(ctx: Any):
         gpus = diag_gpus(ctx)
     except ValueError as e:
         return dcgm.could_not_tell(level, "dcgmi", f"cannot read the job's GPU list: {e}")
-    sim = getattr(ctx, "sim", None)
-    if sim is not None:
-        canned = sim.get("dcgm_diag") if hasattr(sim, "get") else None
-        if canned is None:
-            return dcgm.could_not_tell(level, "sim", "dcgmi not installed (simulation scenario has no dcgm_diag)")
-        from gcm_checks.sim.dcgm import CannedBackend
-
-        backend: Any = CannedBackend(canned, gpus)
-    else:
-        backend = diag_backend(ctx, gpus)
-        if backend is None:
-            return dcgm.could_not_tell(
-                level,
-                "pydcgm",
-                "dcgm.use_pydcgm is yes but DCGM's Python bindings (pydcgm) were not found on sys.path or under "
-                "/usr/share/datacenter-gpu-manager*/bindings/python3 or /usr/local/dcgm/bindings/python3",
-            )
-    return dcgm.run_diag(level, timeout, backend)
-
-
-def pydcgm_mode(value: Any) -> str:
-    """``dcgm.use_pydcgm`` as auto / yes / no; a bool (the key's old form,
-    and what YAML makes of a bare yes/no) is yes / no."""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    text = str(value if value is not None else "auto").strip().lower()
-    return {"true": "yes", "false": "no", "1": "yes", "0": "no"}.get(text, text if text in ("yes", "no") else "auto")
-
-
-def diag_backend(ctx: Any, gpus: Any) -> Any:
-    """pydcgm when wanted and found, else dcgmi; None when pydcgm is
-    required (``yes``) but absent."""
-    from gcm_checks.gather import dcgm
-
-    dcgmi = dcgm.DcgmiBackend(ctx.settings.get("dcgm.dcgmi", None) or "dcgmi", gpu_ids=gpus)
-    mode = pydcgm_mode(ctx.settings.get("dcgm.use_pydcgm", "auto"))
-    if mode == "no":
-        return dcgmi
-    from gcm_checks.gather import dcgm_py
-
-    found = dcgm_py.find_bindings()
-    if found is None:
-        return None if mode == "yes" else dcgmi
-    return dcgm_py.PydcgmBackend(found, gpus, fallback=dcgmi if mode == "auto" else None)
+    # The host's dcgmi or pydcgm, or what simulation injected.
+    return dcgm.run_diag(level, timeout, dcgm_source(ctx).backend(ctx, gpus))
 
 
 @register(CHECK_ID, tags=["epilog", "qualify"], needs="dcgm")

@@ -368,8 +368,23 @@ def parse_gpu_list(value: Any) -> Optional[Tuple[int, ...]]:
     return tuple(sorted(set(out))) or None
 
 
+@dataclass(frozen=True)
+class MissingBackend:
+    """No diag can run here (dcgmi or the bindings absent): every run says
+    why, as a report that is never a hardware verdict (rule 2)."""
+
+    source: str
+    problem: str
+
+    def run(self, level: int, timeout: float) -> DiagReport:
+        return could_not_tell(level, self.source, self.problem)
+
+
 def run_diag(level: int, timeout: float, backend: Optional[DiagBackend] = None) -> DiagReport:
     """Validate the level, then run it; every way this can go wrong is a report."""
+    if isinstance(backend, MissingBackend):
+        # Nothing to start: its reason comes first, whatever the level or time left.
+        return backend.run(level, timeout)
     if level not in LEVELS:
         return could_not_tell(level, "dcgmi", f"invalid DCGM diag level {level!r}: expected one of {LEVELS}")
     if timeout <= 0:

@@ -387,3 +387,23 @@ def _auto(kmsg_path: str, since, until, timeout: float, boot, cov: Coverage) -> 
         yield from read_kmsg(kmsg_path, since=since, until=until, boot=boot, coverage=cov)
         return
     yield from lines
+
+
+class HostKernelLog:
+    """The host's kernel log as the XID gatherer's source
+    (``gcm_checks.gather.sources``): ``xid.source`` and
+    ``xid.kernel_log_path`` choose kmsg, the journal or a file."""
+
+    windowed = True  # the gatherer reads a job's window or "since the last scan"
+
+    def read(self, ctx: Any, window: Any, *, timeout: float, coverage: Coverage) -> Iterator[KernelLine]:
+        # A generator, so "file source without a path" surfaces in the
+        # caller's iteration as unknown, like every other unreadable log.
+        settings = ctx.settings
+        source = str(settings.get("xid.source", "auto"))
+        path = settings.get("xid.kernel_log_path", None)
+        yield from read_window(source, path=path, since=window[0], until=window[1], timeout=timeout,
+                               coverage=coverage)
+
+    def __repr__(self) -> str:
+        return "HostKernelLog()"
