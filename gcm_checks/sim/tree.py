@@ -34,7 +34,7 @@ _DEFAULT_GPU_BUS = ["18", "2a", "3a", "5d", "9a", "ab", "ba", "db"]
 
 
 def _err(msg: str) -> Exception:
-    from gcm_checks.sim.scenario import ScenarioError
+    from gcm_checks.sim.schema import ScenarioError
 
     return ScenarioError(msg)
 
@@ -79,7 +79,7 @@ def expand_pci(spec: Any, gpus: List[Mapping[str, Any]], ports: List[Mapping[str
     spec = spec if spec is not None else {}
     if not isinstance(spec, dict):
         raise _err("pci: expected a mapping {nvidia_module, gpus, hcas, other}")
-    from gcm_checks.sim.scenario import PCI_KEYS
+    from gcm_checks.sim.schema import PCI_KEYS
 
     unknown = set(spec) - PCI_KEYS
     if unknown:
