@@ -39,7 +39,7 @@ def diag_level(ctx: Any) -> int:
 
 
 def diag_timeout(ctx: Any, level: int) -> float:
-    from gcm_checks.gather.dcgm import DEFAULT_TIMEOUT_S
+    from gcm_checks.gather.dcgm_model import DEFAULT_TIMEOUT_S
 
     configured = ctx.settings.get("dcgm.timeout_s", None)
     timeout = float(configured) if configured else DEFAULT_TIMEOUT_S.get(level, 120.0)
@@ -88,9 +88,9 @@ def check_dcgm_diag(report: Any, settings: Any) -> List[CheckResult]:
     A failed test fails the GPU only when DCGM's own severity says the
     hardware is bad; configuration findings and "can still perform workload"
     warn, and failures of DCGM's own machinery (CUDA context, EUD harness,
-    internal errors) are unknown (gcm_checks.gather.dcgm.classify_error).
+    internal errors) are unknown (gcm_checks.gather.dcgm_model.classify_error).
     """
-    from gcm_checks.gather.dcgm import DiagStatus
+    from gcm_checks.gather.dcgm_model import DiagStatus
 
     if not report.ok:
         return [unknown(CHECK_ID, f"DCGM diag level {report.level}: {report.problem}", level=report.level, source=report.source)]
@@ -156,7 +156,7 @@ _FINDING_WORDS = {
 
 def _judge(entry: Any):
     """(status, finding kind) for one non-passing entry."""
-    from gcm_checks.gather.dcgm import DiagStatus, entry_finding
+    from gcm_checks.gather.dcgm_model import DiagStatus, entry_finding
 
     if entry.status is DiagStatus.UNRECOGNISED:
         # A status word we do not know (a future DCGM): say so rather than
@@ -182,7 +182,7 @@ def _summarise(entries: list, limit: int = 3) -> str:
         err = "; ".join(x.describe() for x in e.errors) or "no detail from DCGM"
         words = _FINDING_WORDS.get(kind, "")
         if kind == "config":
-            from gcm_checks.gather.dcgm import config_setting
+            from gcm_checks.gather.dcgm_model import config_setting
 
             setting = config_setting(e)
             if setting:
@@ -207,6 +207,6 @@ def _entry_detail(e: Any, status: Status, kind: str) -> dict:
 
 
 def _setting(e: Any) -> Optional[str]:
-    from gcm_checks.gather.dcgm import config_setting
+    from gcm_checks.gather.dcgm_model import config_setting
 
     return config_setting(e)
