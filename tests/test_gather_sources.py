@@ -156,3 +156,29 @@ def test_a_missing_backend_says_why_before_level_or_time(level, timeout):
     report = dcgm.run_diag(level, timeout, dcgm.MissingBackend("pydcgm", "bindings not found"))
     assert (report.ok, report.source, report.problem) == (False, "pydcgm", "bindings not found")
     assert report.level == level
+
+
+def _reads_sim(path: Path) -> List[int]:
+    """Lines of ``path`` that read a ``sim`` attribute (``ctx.sim``, ``getattr(ctx, "sim")``)."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "sim":
+            out.append(node.lineno)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+              and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and node.args[1].value == "sim"):
+            out.append(node.lineno)
+    return out
+
+
+def test_no_gather_code_asks_whether_it_is_simulated(tmp_path):
+    root = Path(__file__).resolve().parent.parent / "gcm_checks"
+    files = sorted((root / "gather").glob("*.py")) + [root / "checks" / "xid.py", root / "checks" / "dcgm.py"]
+    found = {str(p.relative_to(root)): lines for p in files if (lines := _reads_sim(p))}
+    assert found == {}
+    # The probe itself sees both spellings.
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f(ctx):\n    return ctx.sim or getattr(ctx, 'sim', None)\n")
+    assert _reads_sim(probe) == [2, 2]
