@@ -6,7 +6,7 @@ Nothing here is imported by production code.
 from __future__ import annotations
 
 import json
-from typing import Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional
 
 
 # --------------------------------------------------------------------------
@@ -107,18 +107,60 @@ def kernel_xid_line(
 # facts here instead of each re-inventing a _Settings or snapshot helper)
 
 
-def settings(data: Optional[Mapping] = None, *, node: str = "n1", **sections: Mapping):
+def settings(data: Any = None, *, node: str = "n1", **overrides: Any):
     """Settings as the node ``node`` resolves them (``config.resolve``): the
     schema's defaults, then ``data`` (a parsed config file, ``nodes:``
-    sections included), then ``sections`` (``gpu={"count": 4}``) on top.
+    sections included; or Settings a test built before, to change a few
+    keys), then ``overrides`` on top. A key with a dot, in ``data`` or in
+    ``overrides``, names one setting (``{"infiniband.sysfs_root": d}``). An override is a whole
+    section (``gpu={"count": 4}``, merged into the file's), a top-level key
+    (``report_only=True``) or a dotted key (``**{"report.spool_dir": d}``).
     Validated like a real file, so a misspelt key fails the test."""
+    import copy
+
     from gcm_checks import config
 
-    merged: Dict = dict(data or {})
-    for name, values in sections.items():
-        merged[name] = {**(merged.get(name) or {}), **values}
+    if isinstance(data, config.Settings):
+        data = {k: v for k, v in data.data.items() if k != "nodes"}  # already resolved for its node
+    dotted = {k: v for k, v in (data or {}).items() if "." in k}
+    merged: Dict = copy.deepcopy({k: v for k, v in (data or {}).items() if "." not in k})
+    for name, value in {**dotted, **overrides}.items():
+        head, _, rest = name.partition(".")
+        if rest:
+            cur = merged.setdefault(head, {})
+            *mid, last = rest.split(".")
+            for part in mid:
+                cur = cur.setdefault(part, {})
+            cur[last] = value
+        elif isinstance(value, Mapping) and isinstance(config.SCHEMA.get(name), dict):
+            merged[name] = {**(merged.get(name) or {}), **value}
+        else:
+            merged[name] = value
     config._validate_section("(test)", merged, config.SCHEMA, "", allow_nodes=True)
     return config.resolve(merged, node, "(test)")
+
+
+def context(settings_: Any = None, state_dir: Any = None, **kw: Any):
+    """The suite's context (``suite.Context``) a gatherer is handed, on real
+    (not simulated) hardware paths: ``settings_`` (default: ``settings()``),
+    ``state_dir``, and any other field (``sim=``, ``window=``, ``dry_run=``)."""
+    from pathlib import Path
+
+    from gcm_checks.suite import Context
+
+    s = settings_ if settings_ is not None else settings()
+    return Context(settings=s, node=getattr(s, "node", "") or "n1",
+                   state_dir=Path(state_dir) if state_dir is not None else Path("/nonexistent/gcm-state"), **kw)
+
+
+def run_checks(facts: Any, settings_: Any, *check_ids: str) -> list:
+    """The registered checks ``check_ids`` over ``facts``, called as the suite
+    calls them (``registry.run_check``): each result carries its check's id."""
+    from gcm_checks.checks import load_all
+    from gcm_checks.registry import CHECKS, run_check
+
+    load_all()
+    return [r for cid in check_ids for r in run_check(CHECKS[cid], facts, settings_)]
 
 
 def gpu(index: int = 0, **fields):

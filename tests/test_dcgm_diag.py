@@ -35,7 +35,7 @@ class _Settings:
 
 
 def _ctx(settings=None, sim=None, remaining=600.0, **extra):
-    # A simulated node is injected as sources, as the runner's Context does.
+    # A simulated node is injected as sources, as the suite's Context does.
     sources = scenario_sources(sim) if sim is not None else None
     return SimpleNamespace(settings=_Settings(settings), sources=sources, remaining=lambda: remaining, **extra)
 

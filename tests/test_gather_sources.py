@@ -11,7 +11,7 @@ from typing import Any, List, Optional, Tuple
 
 import pytest
 
-from gcm_checks import config, runner
+from gcm_checks import config, suite
 from gcm_checks.checks import dcgm as dcgm_checks
 from gcm_checks.checks import xid as xid_checks
 from gcm_checks.gather import dcgm, kernel_log
@@ -59,14 +59,14 @@ class RecordingLog:
 
 def test_a_context_for_a_scenario_injects_its_fakes_and_a_plain_one_reads_the_host(tmp_path):
     settings = config.resolve({}, "n")
-    sim = runner.Context(settings=settings, node="n", sim=load("gpu-lost"), state_dir=tmp_path)
+    sim = suite.Context(settings=settings, node="n", sim=load("gpu-lost"), state_dir=tmp_path)
     assert isinstance(kernel_log_source(sim), ScenarioKernelLog) and isinstance(dcgm_source(sim), ScenarioDcgm)
-    host = runner.Context(settings=settings, node="n", state_dir=tmp_path)
+    host = suite.Context(settings=settings, node="n", state_dir=tmp_path)
     assert host.sources is None
     assert isinstance(kernel_log_source(host), HostKernelLog) and isinstance(dcgm_source(host), HostDcgm)
     # What a caller injects wins over the scenario's.
     mine = Sources(kernel_log=RecordingLog([]))
-    ctx = runner.Context(settings=settings, node="n", sim=load("gpu-lost"), state_dir=tmp_path, sources=mine)
+    ctx = suite.Context(settings=settings, node="n", sim=load("gpu-lost"), state_dir=tmp_path, sources=mine)
     assert kernel_log_source(ctx) is mine.kernel_log and isinstance(dcgm_source(ctx), HostDcgm)
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from gcm_checks.registry import gatherer, register
-from gcm_checks.result import CheckResult, Status, passed, unknown
+from gcm_checks.result import CheckResult, Status, cannot_tell, ok
 
 CHECK_ID = "dcgm.diag"
 
@@ -31,7 +31,7 @@ _MIN_START_S = 5.0
 
 
 def diag_level(ctx: Any) -> int:
-    """The runner may raise the level (2 after a job that ended with hardware suspicion)."""
+    """The suite may raise the level (2 after a job that ended with hardware suspicion)."""
     override = getattr(ctx, "dcgm_level", None)
     if override is not None:
         return int(override)
@@ -46,7 +46,7 @@ def diag_timeout(ctx: Any, level: int) -> float:
     remaining = getattr(ctx, "remaining", None)
     if callable(remaining):
         # Leave room for the kill (proc waits up to 1 s for a killed child)
-        # plus judging, inside the runner's own gather deadline.
+        # plus judging, inside the suite's own gather deadline.
         left = float(remaining()) - 1.5
         if left < _MIN_START_S:
             return 0.0
@@ -93,7 +93,7 @@ def check_dcgm_diag(report: Any, settings: Any) -> List[CheckResult]:
     from gcm_checks.gather.dcgm_model import DiagStatus
 
     if not report.ok:
-        return [unknown(CHECK_ID, f"DCGM diag level {report.level}: {report.problem}", level=report.level, source=report.source)]
+        return [cannot_tell(f"DCGM diag level {report.level}: {report.problem}", level=report.level, source=report.source)]
 
     results: List[CheckResult] = []
     by_subject: Dict[str, list] = report.by_subject()
@@ -116,7 +116,7 @@ def check_dcgm_diag(report: Any, settings: Any) -> List[CheckResult]:
             message += f" (+{others} lesser finding{'s' if others > 1 else ''})"
         results.append(
             CheckResult(
-                CHECK_ID,
+                "",
                 worst,
                 message,
                 subject,
@@ -132,13 +132,8 @@ def check_dcgm_diag(report: Any, settings: Any) -> List[CheckResult]:
         ran = [e for e in report.entries if e.status is DiagStatus.PASS]
         gpus = report.gpu_ids()
         results.append(
-            passed(
-                CHECK_ID,
-                f"DCGM diag level {report.level}: {len({e.test for e in ran})} tests passed on {len(gpus)} GPUs",
-                level=report.level,
-                version=report.version,
-                gpus=gpus,
-            )
+            ok(f"DCGM diag level {report.level}: {len({e.test for e in ran})} tests passed on {len(gpus)} GPUs",
+               level=report.level, version=report.version, gpus=gpus)
         )
     return results
 

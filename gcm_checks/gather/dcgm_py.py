@@ -10,7 +10,7 @@ nv-hostengine blocks ``dcgmActionValidate_v2`` inside libdcgm, where Python
 cannot interrupt it. A thread could only be abandoned (and would keep the
 connection, and the diag, alive); a child can be killed at the deadline. The
 child is a fresh interpreter started through ``gcm_checks.proc.run`` (the one
-bounded subprocess helper, rule 5), not ``os.fork``: the runner gathers in
+bounded subprocess helper, rule 5), not ``os.fork``: the suite gathers in
 threads (``deadline.run_all``), and a fork taken while another thread holds
 the import or logging lock deadlocks the child.
 

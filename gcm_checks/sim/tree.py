@@ -120,7 +120,7 @@ def write_pci(root: Path, scenario: Mapping[str, Any]) -> None:
 
 def write_tree(root: Path, scenario: Mapping[str, Any], pci: bool = True) -> None:
     """The InfiniBand tree and the job cgroups (and the PCI bus unless
-    ``pci=False``: the runner writes that in the GPU gatherer's thread, in
+    ``pci=False``: the suite writes that in the GPU gatherer's thread, in
     parallel with the InfiniBand reads)."""
     from gcm_checks.gather.ib import write_sysfs_tree
 
