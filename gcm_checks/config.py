@@ -133,6 +133,7 @@ SCHEMA: Dict[str, Any] = {
         "backoff_max_s": Key("float", 3600.0, "Longest retry delay.", minimum=0),
         "give_up_after_s": Key("float", 604800.0, "Move a message to outbox/dead (kept) after this long.", minimum=0),
         "outbox_dir": Key("str", "", "Overrides report.outbox_dir when set."),
+        "admin": Key("dict", {}, "Admin alerts (the mass-drain brake): {channels: [channel names], to: [operators' e-mail]}; channels default to those with when: (docs/slurm.md)."),
     },
     # Batched sacct refinement, why, failures (gcm_checks.accounting, docs/accounting.md).
     "accounting": {

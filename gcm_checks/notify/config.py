@@ -80,6 +80,11 @@ class NotifySettings:
     backoff_max_s: float = 3600.0
     give_up_after_s: float = 7 * 86400.0  # then the message moves to outbox/dead (kept)
     outbox_dir: str = ""  # "" = report.outbox_dir
+    # Admin alerts (notify/admin.py; today the mass-drain brake): the channels
+    # they go to (default: the admin channels, those with ``when:``) and, for
+    # e-mail, the operators' addresses - never a job user's.
+    admin_channels: Tuple[str, ...] = ()
+    admin_to: Tuple[str, ...] = ()
 
     @classmethod
     def from_mapping(cls, m: Optional[Mapping[str, Any]]) -> "NotifySettings":
@@ -109,6 +114,16 @@ class NotifySettings:
             else:
                 raise ValueError(f"notify.email: unknown key {k!r}")
         kw["channels"] = tuple(Channel.from_mapping(c) for c in (m.pop("channels", None) or ()))
+        admin = m.pop("admin", None) or {}
+        for k, v in admin.items():
+            if k not in ("channels", "to"):
+                raise ValueError(f"notify.admin: unknown key {k!r} (channels, to)")
+            vals = [v] if isinstance(v, str) else list(v or ())
+            kw[f"admin_{k}"] = tuple(str(x) for x in vals)
+        known = {c.name for c in kw["channels"]}
+        for name in kw.get("admin_channels", ()):
+            if name not in known:
+                raise ValueError(f"notify.admin.channels: {name!r} is not a channel in notify.channels")
         names = {f.name for f in fields(cls)}
         for k, v in m.items():
             if k not in names:
@@ -133,6 +148,13 @@ class NotifySettings:
 
     def channel(self, name: str) -> Optional[Channel]:
         return next((c for c in self.channels if c.name == name), None)
+
+    def admin_routes(self) -> Tuple[Channel, ...]:
+        """Where admin alerts go: ``notify.admin.channels`` when set, else
+        every admin channel (a channel with ``when:``)."""
+        if self.admin_channels:
+            return tuple(c for c in self.channels if c.name in self.admin_channels)
+        return tuple(c for c in self.channels if c.when)
 
 
 def _check_policy(where: str, v: Any) -> None:

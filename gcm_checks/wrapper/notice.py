@@ -106,7 +106,7 @@ def deliver(kind: str, event: str, job: Any, *, report: Optional[Mapping[str, An
     from gcm_checks import notify
     from gcm_checks.notify.config import NotifySettings
     from gcm_checks.notify.policy import recipients
-    from gcm_checks.notify.runs import _writable_outbox
+    from gcm_checks.notify.delivery import writable_outbox as _writable_outbox
     from gcm_checks.notify.sinks import slack_escape
 
     env = os.environ if env is None else env
