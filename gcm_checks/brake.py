@@ -208,12 +208,12 @@ def alert(settings: Any, node: str, ep: Episode, *, mode: str, reason: str, log:
           dry_run: bool = False, now: Optional[float] = None) -> Dict[str, Any]:
     """Send the episode's one admin alert unless it went out already (from
     this node: a local record; from another: its Extra marker). Never raises."""
-    from gcm_checks import state
+    from gcm_checks.jsonfile import read_json
 
     now = time.time() if now is None else now
     out: Dict[str, Any] = {"episode": ep.key}
     path = _alert_record(settings, ep)
-    rec = state.read_json(path)
+    rec = read_json(path)
     if rec:
         out["sent"] = False
         out["why"] = f"already handled on this node ({rec.get('how')})"
@@ -260,10 +260,10 @@ RECORD_KEEP_S = 7 * 86400.0
 def _remember(path: str, ep: Episode, how: str, now: float) -> None:
     import glob
 
-    from gcm_checks import state
+    from gcm_checks.jsonfile import write_json
 
     try:
-        state.write_json_atomic(path, {"episode": ep.key, "how": how, "time": now}, fsync=False)
+        write_json(path, {"episode": ep.key, "how": how, "time": now}, durable=False)
     except OSError:
         pass  # cannot remember: the Extra marker still stops a second alert
     wall = time.time()  # file ages are wall-clock, whatever ``now`` a test passes

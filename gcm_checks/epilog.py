@@ -257,11 +257,11 @@ def make_classifier(exit_info: Mapping[str, Any], show: Mapping[str, str]):
 
 
 def write_local_evidence(ctx: Any, job_id: Optional[str], node: str, evidence: Dict[str, Any], log: Any) -> None:
-    from gcm_checks.state import write_json_atomic
+    from gcm_checks.jsonfile import write_json
 
     name = "".join(c for c in f"{job_id or 'nojob'}.{node}" if c.isalnum() or c in "._-")
     try:
-        write_json_atomic(Path(ctx.state_dir) / "evidence" / f"{name}.json", evidence)
+        write_json(Path(ctx.state_dir) / "evidence" / f"{name}.json", evidence)
     except OSError as e:
         log.warning("evidence_not_written", error=str(e))
 

@@ -126,17 +126,17 @@ def brake_for(settings: Any, node: str, decision: Any, log: Any) -> Optional[str
 def _first_alert(settings: Any, node: str, check: str) -> bool:
     import time
 
-    from gcm_checks import state
+    from gcm_checks.jsonfile import read_json, write_json
 
     window = float(settings.get("slurm.brake_window_s") or 900.0)
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in f"{node}.{check}")
     path = os.path.join(os.path.expanduser(str(settings.get("state_dir"))), f"brake-alert.{safe}.json")
-    rec = state.read_json(path)
+    rec = read_json(path)
     now = time.time()
     if rec and isinstance(rec.get("time"), (int, float)) and now - rec["time"] < window:
         return False
     try:
-        state.write_json_atomic(path, {"node": node, "check": check, "time": now}, fsync=False)
+        write_json(path, {"node": node, "check": check, "time": now}, durable=False)
     except OSError:
         pass  # cannot remember: alert every time rather than never
     return True

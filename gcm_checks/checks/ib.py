@@ -20,6 +20,7 @@ What is expected comes from ``infiniband:`` in the config:
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,15 +66,15 @@ def _sysfs_root(ctx: Any) -> str:
 
 
 def load_baseline(path: Path) -> Tuple[Optional[Dict[str, Dict[str, int]]], Optional[float], str]:
-    from gcm_checks.state import load_json
+    from gcm_checks.jsonfile import read_json
 
-    try:
-        data = load_json(path)  # bounded size and depth: a planted file must not RecursionError
-    except FileNotFoundError:
-        return None, None, "first run: no previous counters"
-    except (OSError, ValueError) as e:
-        return None, None, f"previous counters unreadable ({type(e).__name__}); starting over"
-    ports = data.get("ports") if isinstance(data, dict) else None
+    data = read_json(path)  # bounded size and depth: a planted file must not RecursionError
+    if data is None:
+        # Only now ask why (a stat the healthy path with a baseline never pays).
+        if not os.path.lexists(path):
+            return None, None, "first run: no previous counters"
+        return None, None, "previous counters unreadable (missing, too big, too deep or corrupt); starting over"
+    ports = data.get("ports")
     if not isinstance(ports, dict):
         return None, None, "previous counters file has no 'ports'; starting over"
     clean = {
@@ -88,12 +89,12 @@ def load_baseline(path: Path) -> Tuple[Optional[Dict[str, Dict[str, int]]], Opti
 
 def save_baseline(path: Path, snapshot: Any) -> None:
     """Atomically replace the counters file: a crash mid-write leaves the old one."""
-    from gcm_checks.state import write_json_atomic
+    from gcm_checks.jsonfile import write_json
 
     data = {"version": 1, "taken_at": time.time(), "ports": {p.key: dict(p.counters) for p in snapshot.ports}}
     # No fsync: losing a baseline only delays growth detection by one run,
     # and this runs in every prolog.
-    write_json_atomic(path, data, fsync=False)
+    write_json(path, data, durable=False)
 
 
 @gatherer("ib")

@@ -36,7 +36,7 @@ class RailFacts(NamedTuple):  # not a dataclass: cheaper to create at import, on
 
 
 def _load_seen(path: Path, boot_id: str) -> FrozenSet[str]:
-    from gcm_checks.state import read_json
+    from gcm_checks.jsonfile import read_json
 
     data = read_json(path) or {}
     ports = data.get("ports")
@@ -62,10 +62,10 @@ def gather_rails(ctx: Any, snap: Any) -> RailFacts:
     note = ""
     # Written only when a port joins the set (rule 3: write on state changes).
     if not active <= seen and not getattr(ctx, "dry_run", False):
-        from gcm_checks.state import write_json_atomic
+        from gcm_checks.jsonfile import write_json
 
         try:
-            write_json_atomic(path, {"boot_id": boot_id, "ports": sorted(seen | active)}, fsync=False)
+            write_json(path, {"boot_id": boot_id, "ports": sorted(seen | active)}, durable=False)
         except OSError as e:
             note = f"could not save {path}: {e.strerror or e}"
     return RailFacts(models, seen, pci, note)

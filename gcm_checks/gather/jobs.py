@@ -104,7 +104,7 @@ def read_owner(root: str, pid: int) -> Optional[str]:
 
 def read_allocations(state_dir: str, node: str) -> Dict[str, FrozenSet[int]]:
     """GPU allocations the prologs of still-running jobs recorded on this node."""
-    from gcm_checks.state import read_json
+    from gcm_checks.jsonfile import read_json
 
     jdir = os.path.join(state_dir, "jobs")
     try:

@@ -9,7 +9,7 @@ import re
 import time
 from typing import Any, Dict, Optional
 
-from gcm_checks.state import read_json, write_json_atomic  # bounded size and depth, no symlink; atomic
+from gcm_checks.jsonfile import read_json, write_json  # bounded size and depth, no symlink; atomic
 
 # Per node: test clusters run several slurmd on one host sharing one state dir.
 DRAIN_STATE_FILE = "slurm-drain.{node}.json"
@@ -23,7 +23,7 @@ def _state_path(state_dir: str, pattern: str, node: str) -> str:
 def _write(state_dir: str, pattern: str, node: str, record: Dict[str, Any]) -> None:
     # Atomic: a crash mid-write must not leave a half record that makes the
     # next run believe (or forget) that we drained the node.
-    write_json_atomic(_state_path(state_dir, pattern, node), record, sort_keys=True)
+    write_json(_state_path(state_dir, pattern, node), record, sort_keys=True)
 
 
 def drain_record(state_dir: Optional[str], node: str) -> Optional[dict]:

@@ -15,13 +15,13 @@ atomically, pruned to ``window_days``.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, replace
 from datetime import tzinfo
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
 
+from gcm_checks.jsonfile import read_json, write_json
 from gcm_checks.gather.kernel_log_parse import KernelLine, iso
 from gcm_checks.xid import catalog, sxid
 from gcm_checks.xid.parse import XidLine, group, normalise_bus_id, sanitise
@@ -182,34 +182,18 @@ def scan(
 
 
 # --------------------------------------------------------------------------
-# Small JSON state, written atomically
-
-
-def _read_json(path: str) -> dict:
-    from gcm_checks.state import load_json
-
-    try:
-        data = load_json(path)  # bounded size and depth: deep JSON must not RecursionError
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        # Missing or corrupt state loses history, never the scan itself.
-        return {}
-
-
-def _write_json(path: str, data: dict) -> None:
-    from gcm_checks.state import write_json_atomic
-
-    write_json_atomic(path, data, sort_keys=True)
+# Small JSON state, through gcm_checks.jsonfile: missing or corrupt state
+# (read_json's None) loses history, never the scan itself.
 
 
 def read_last_scan(state_dir: str) -> Optional[float]:
     """End of the previous health scan (epoch), or None."""
-    v = _read_json(os.path.join(state_dir, STATE_LAST_SCAN)).get("until")
+    v = (read_json(os.path.join(state_dir, STATE_LAST_SCAN)) or {}).get("until")
     return float(v) if isinstance(v, (int, float)) else None
 
 
 def write_last_scan(state_dir: str, until: float) -> None:
-    _write_json(os.path.join(state_dir, STATE_LAST_SCAN), {"until": until, "written": time.time()})
+    write_json(os.path.join(state_dir, STATE_LAST_SCAN), {"until": until, "written": time.time()}, sort_keys=True)
 
 
 # --------------------------------------------------------------------------
@@ -232,7 +216,7 @@ class Escalation:
     @property
     def history(self) -> Dict[str, Dict[str, float]]:
         if self._history is None:
-            raw = _read_json(self.path).get("gpus", {})
+            raw = (read_json(self.path) or {}).get("gpus", {})
             self._history = {
                 g: {x: float(t) for x, t in codes.items() if isinstance(t, (int, float))}
                 for g, codes in raw.items() if isinstance(codes, dict)
@@ -280,7 +264,7 @@ class Escalation:
             if not h[g]:
                 del h[g]
         if changed:
-            _write_json(self.path, {"version": 1, "gpus": h})
+            write_json(self.path, {"version": 1, "gpus": h}, sort_keys=True)
 
 
 def summarise(events: Iterable[XidEvent]) -> Dict[str, List[XidEvent]]:
@@ -310,7 +294,7 @@ def recorded_since(state_dir: str, since: float) -> List[Tuple[str, int, float]]
     Pass the boot time to ask "has a drain-worthy XID happened since the last
     reboot?" before resuming an XID drain.
     """
-    raw = _read_json(os.path.join(state_dir, STATE_HISTORY)).get("gpus", {})
+    raw = (read_json(os.path.join(state_dir, STATE_HISTORY)) or {}).get("gpus", {})
     out = []
     for gpu, codes in raw.items():
         if not isinstance(codes, dict):
