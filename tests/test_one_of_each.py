@@ -20,8 +20,6 @@ RENAME_ALLOWED = {
 # json.load on an open file: unbounded size and depth. Readers use jsonfile.
 JSON_LOAD_ALLOWED = {
     "classify/learn.py",  # our own package data file
-    "commands/notify.py",  # leftover (notify owner): `notify show --admin` reads report.json
-    "notify/outbox.py",  # leftover (notify owner): its own bounded reader beside it
 }
 # A regex class of control characters is a sanitiser: only gcm_checks.text has one.
 CONTROL_CLASS_ALLOWED = {

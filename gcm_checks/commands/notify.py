@@ -154,6 +154,9 @@ def _show(args: argparse.Namespace, settings: Any) -> int:
     return 0
 
 
+REPORT_MAX_BYTES = 64 << 20  # as accounting.refine's reader of report.json
+
+
 def _report(args: argparse.Namespace, settings: Any) -> int:
     from gcm_checks.report import report_paths
 
@@ -161,12 +164,15 @@ def _report(args: argparse.Namespace, settings: Any) -> int:
         args.format = "json"
     path = report_paths(settings, args.job)[f"report.{args.format}"]
     if getattr(args, "admin", False):
+        from gcm_checks.jsonfile import parse_json, read_bytes
         from gcm_checks.report.render import to_text
 
         path = report_paths(settings, args.job)["report.json"]
         try:
-            with open(path, "rb") as f:
-                sys.stdout.write(to_text(json.load(f), audience="admin"))
+            # Bounded like accounting's reader of the same file: the report
+            # holds user-controlled log tails (rule 5: bound every size).
+            doc = parse_json(read_bytes(path, max_bytes=REPORT_MAX_BYTES), max_bytes=REPORT_MAX_BYTES)
+            sys.stdout.write(to_text(doc, audience="admin"))
             return 0
         except (OSError, ValueError) as e:
             print(f"gcm-checks notify: no readable report for job {args.job} on this node ({path}: {e})", file=sys.stderr)

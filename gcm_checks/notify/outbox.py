@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import os
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 
-from gcm_checks.jsonfile import write_atomic as atomic_write
+from gcm_checks.jsonfile import parse_json, write_json
 
 STATES = ("pending", "sent", "dead")
 
@@ -76,21 +75,16 @@ class BadItem(ValueError):
 
 def check_item(raw: bytes, name: str, owner_uid: int) -> Dict[str, Any]:
     """The item in ``raw`` (file ``name``), or BadItem saying why not."""
-    from gcm_checks.state import MAX_JSON_DEPTH, json_depth
-
     if os.geteuid() == 0 and owner_uid != 0:
         raise BadItem(f"owned by uid {owner_uid}, not root: forged")
     if not raw.strip():
         raise BadItem("empty")
     if len(raw) > MAX_ITEM_BYTES:
         raise BadItem(f"larger than {MAX_ITEM_BYTES} bytes")
-    text = raw.decode("utf-8", "replace")
-    if json_depth(text) > MAX_JSON_DEPTH:
-        raise BadItem("JSON nested too deep")
     try:
-        item = json.loads(text)
-    except (ValueError, RecursionError) as e:
-        raise BadItem(f"not JSON ({type(e).__name__})") from None
+        item = parse_json(raw, max_bytes=MAX_ITEM_BYTES)  # bounded depth too: a planted [[[[... must not RecursionError
+    except ValueError as e:
+        raise BadItem(f"not JSON ({e})"[:200]) from None
     if not isinstance(item, dict) or not isinstance(item.get("key"), str) or not isinstance(item.get("channel"), str) \
             or not isinstance(item.get("payload"), dict):
         raise BadItem("not an outbox item (key, channel, payload)")
@@ -131,7 +125,7 @@ class Outbox:
             item["not_before"] = float(not_before)
         d = os.path.join(self.root, "pending")
         os.makedirs(d, mode=0o700, exist_ok=True)
-        tmp = atomic_write(os.path.join(d, "." + file_name(key) + f".{os.getpid()}.new"), json.dumps(item).encode(), mode=0o600)
+        tmp = write_json(os.path.join(d, "." + file_name(key) + f".{os.getpid()}.new"), item, mode=0o600)
         try:
             # link() never replaces: if a racing enqueue won, keep theirs.
             os.link(tmp, self._path("pending", key))
@@ -271,7 +265,7 @@ class Outbox:
                     self._move(item, path, "dead")
                     summary.dead.append(key)
                 else:
-                    atomic_write(path, json.dumps(item).encode(), mode=0o600)
+                    write_json(path, item, mode=0o600)
                     summary.failed.append({"key": key, "error": item["last_error"]})
                 return
             item["attempts"] = int(item.get("attempts", 0)) + 1
@@ -287,7 +281,7 @@ class Outbox:
         # between leaves both, and flush resolves that (sent wins).
         dest = self._path(state, item["key"])
         os.makedirs(os.path.dirname(dest), mode=0o700, exist_ok=True)
-        atomic_write(dest, json.dumps(item).encode(), mode=0o600)
+        write_json(dest, item, mode=0o600)
         os.unlink(path)
 
     def rewrite(self, key: str, update: Callable[[Dict[str, Any]], bool]) -> bool:
@@ -307,10 +301,12 @@ class Outbox:
             except BlockingIOError:
                 return False
             with os.fdopen(os.dup(fd), "rb") as f:
-                item = json.load(f)
+                raw = f.read(MAX_ITEM_BYTES + 1)
+            # Bounded, and only an item we wrote: BadItem (a ValueError) declines.
+            item = check_item(raw, os.path.basename(path), os.fstat(fd).st_uid)
             if not update(item):
                 return False
-            atomic_write(path, json.dumps(item).encode(), mode=0o600)
+            write_json(path, item, mode=0o600)
             return True
         except (OSError, ValueError):
             return False
@@ -346,7 +342,7 @@ class Outbox:
             item["next_attempt_at"] = 0
             item["created_at"] = time.time()
             os.makedirs(os.path.join(self.root, "pending"), mode=0o700, exist_ok=True)
-            atomic_write(self._path("pending", item["key"]), json.dumps(item).encode(), mode=0o600)
+            write_json(self._path("pending", item["key"]), item, mode=0o600)
             os.unlink(self._path("dead", item["key"]))
             n += 1
         return n
