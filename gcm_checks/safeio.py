@@ -271,15 +271,6 @@ def read_tail(
 # Writing
 
 
-# The one atomic writer lives in jsonfile (import-light, on the prolog path).
-# Deprecated alias for notify/outbox.py (another helper's file); the lead
-# points it at jsonfile.write_atomic after merging, then this goes.
-def atomic_write(path: str, data: bytes, *, mode: int = 0o640) -> str:
-    from gcm_checks.jsonfile import write_atomic
-
-    return write_atomic(path, data, mode=mode)
-
-
 def write_user_file(
     directory: str,
     name: str,
@@ -322,10 +313,7 @@ def write_user_file(
 
 
 # --------------------------------------------------------------------------
-# Text that came out of a log: gcm_checks.text is the one sanitiser. This
-# alias stays for notify/runs.py (another helper's file) until the lead
-# points it at gcm_checks.text after merging.
-from gcm_checks.text import clean_text  # noqa: E402,F401
+# Sizes, in words
 
 
 def human_bytes(n: int) -> str:
@@ -335,7 +323,6 @@ def human_bytes(n: int) -> str:
             return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}".replace(".0 ", " ")
         size /= 1024
     return f"{n} B"
-
 
 
 # The directory rule lives in state.py (on the prolog path, import-light).

@@ -16,24 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from gcm_checks.jsonfile import (MAX_JSON_BYTES, MAX_JSON_DEPTH, PathLike, json_depth,  # noqa: F401 - json_depth: legacy
-                                 parse_json, read_bytes, read_json, write_json)
-
-
-# Legacy names, kept only for callers in files other issue-16 helpers own
-# (checks/ib*.py, xid/scan.py, slurm.py, commands/epilog.py, node_action.py):
-# the lead converts them to gcm_checks.jsonfile after merging, then these go.
-
-
-def write_json_atomic(path: PathLike, data: Any, *, fsync: bool = True, sync_dir: bool = False, mode: int = 0o644,
-                      **dump_kw: Any) -> None:
-    """Deprecated: ``jsonfile.write_json`` (``durable`` = ``fsync``)."""
-    write_json(path, data, mode=mode, durable=fsync or sync_dir, **dump_kw)
-
-
-def load_json(path: PathLike, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """Deprecated: raises where ``jsonfile.read_json`` returns None."""
-    return parse_json(read_bytes(path, max_bytes=max_bytes), max_bytes=max_bytes, max_depth=max_depth)
+from gcm_checks.jsonfile import PathLike, read_json, write_json
 
 
 def _job_path(state_dir: PathLike, job_id: str, node: str) -> Path:

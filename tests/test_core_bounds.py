@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gcm_checks import state
+from gcm_checks import jsonfile, state
 from gcm_checks.notify.outbox import Outbox, file_name
 
 REPO = Path(__file__).resolve().parent.parent
@@ -37,9 +37,9 @@ def test_deep_json_is_refused_without_recursion(tmp_path):
     p = tmp_path / "deep.json"
     p.write_text("[" * 200000 + "]" * 200000)
     with pytest.raises(ValueError, match="deeper"):
-        state.load_json(p)
-    assert state.read_json(p) is None
-    assert state.json_depth('{"a": "[[[[[[", "b": [1, [2]]}') == 3  # brackets in strings do not count
+        jsonfile.parse_json(p.read_text())
+    assert jsonfile.read_json(p) is None
+    assert jsonfile.json_depth('{"a": "[[[[[[", "b": [1, [2]]}') == 3  # brackets in strings do not count
 
 
 def test_state_files_nested_absurdly_deep_do_not_end_the_health_run(tmp_path):
