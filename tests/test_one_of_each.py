@@ -24,7 +24,6 @@ JSON_LOAD_ALLOWED = {
 # A regex class of control characters is a sanitiser: only gcm_checks.text has one.
 CONTROL_CLASS_ALLOWED = {
     "text.py",
-    "dcgm_model.py", "gather/dcgm_model.py",  # leftover (gather owner): clean_text -> text.one_line
 }
 _CONTROL_CLASS = re.compile(r"\\x00-\\x")
 

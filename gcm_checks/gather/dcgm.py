@@ -54,12 +54,13 @@ from gcm_checks.gather.dcgm_model import (  # noqa: F401 - the model, importable
     LEVELS,
     TYPICAL_S,
     classify_error,
-    clean_text,
+    DIAG_TEXT_MAX,
     config_setting,
     could_not_tell,
     entry_finding,
     parse_status,
 )
+from gcm_checks.text import one_line
 
 # What dcgmi prints when nv-hostengine is not running or not answering
 # (dcgmi/CommandLineParser + DcgmiOutput; seen on DCGM 2.x-4.x).
@@ -127,7 +128,7 @@ def parse_document(doc: Any, level: int, source: str = "dcgmi") -> DiagReport:
     if body.get("runtime_error"):
         # The diag itself could not run (NVVS missing, GPU busy, bad config):
         # nothing about the hardware was measured.
-        return could_not_tell(level, source, f"dcgmi diag could not run: {clean_text(body['runtime_error'])}")
+        return could_not_tell(level, source, f"dcgmi diag could not run: {one_line(body['runtime_error'], DIAG_TEXT_MAX)}")
     categories = body.get("test_categories")
     if not isinstance(categories, list):
         raise DiagParseError("'test_categories' missing or not a list")
@@ -137,7 +138,7 @@ def parse_document(doc: Any, level: int, source: str = "dcgmi") -> DiagReport:
     for cat in categories:
         if not isinstance(cat, Mapping):
             continue  # DCGM 3.1 emits nulls between entries
-        cat_name = clean_text(cat.get("category", ""))
+        cat_name = one_line(cat.get("category", ""), DIAG_TEXT_MAX)
         for test in cat.get("tests") or []:
             if not isinstance(test, Mapping):
                 continue
@@ -148,7 +149,7 @@ def parse_document(doc: Any, level: int, source: str = "dcgmi") -> DiagReport:
 
 
 def _parse_test(category: str, test: Mapping, notes: List[str]) -> List[DiagEntry]:
-    name = clean_text(test.get("name", "?"))
+    name = one_line(test.get("name", "?"), DIAG_TEXT_MAX)
     out: List[DiagEntry] = []
     results = test.get("results")
     if isinstance(results, list):
@@ -158,7 +159,7 @@ def _parse_test(category: str, test: Mapping, notes: List[str]) -> List[DiagEntr
             raw = str(res.get("status", ""))
             status = parse_status(raw)
             if status is DiagStatus.UNRECOGNISED:
-                notes.append(f"{name}: unrecognised status {clean_text(raw, 40)!r}")
+                notes.append(f"{name}: unrecognised status {one_line(raw, 40)!r}")
             errors = tuple(_parse_warnings(res.get("warnings")))
             # Some 2.x builds put the failure text under "error"/"errors".
             errors += tuple(_parse_warnings(res.get("errors")))
@@ -244,14 +245,14 @@ def _parse_warnings(w: Any) -> Iterable[DiagError]:
             text = item.get("warning", item.get("error", item.get("message", "")))
             out.append(
                 DiagError(
-                    clean_text(text),
+                    one_line(text, DIAG_TEXT_MAX),
                     _to_int(item.get("error_id")),
                     _to_int(item.get("error_category")),
                     _to_int(item.get("error_severity")),
                 )
             )
         elif item is not None and str(item).strip():
-            out.append(DiagError(clean_text(item)))
+            out.append(DiagError(one_line(item, DIAG_TEXT_MAX)))
     return out
 
 
@@ -259,7 +260,7 @@ def _parse_info(i: Any) -> Iterable[str]:
     if i is None or i == "":
         return []
     items = i if isinstance(i, list) else [i]
-    return [clean_text(x) for x in items if x is not None and str(x).strip()]
+    return [one_line(x, DIAG_TEXT_MAX) for x in items if x is not None and str(x).strip()]
 
 
 # --------------------------------------------------------------------------
@@ -275,7 +276,7 @@ def interpret(result: proc.ProcResult, level: int, source: str = "dcgmi") -> Dia
     """
     dur = result.duration_s
     if result.outcome is proc.Outcome.MISSING:
-        return could_not_tell(level, source, f"dcgmi not found or not executable ({clean_text(result.stderr, 200)}); install datacenter-gpu-manager or set dcgm.dcgmi", dur)
+        return could_not_tell(level, source, f"dcgmi not found or not executable ({one_line(result.stderr, 200)}); install datacenter-gpu-manager or set dcgm.dcgmi", dur)
     if result.outcome is proc.Outcome.TIMEOUT:
         return could_not_tell(
             level,
@@ -293,12 +294,12 @@ def interpret(result: proc.ProcResult, level: int, source: str = "dcgmi") -> Dia
             return could_not_tell(
                 level,
                 source,
-                "nv-hostengine is not answering (dcgmi: " + clean_text(_first_match_line(both), 200) + "); "
+                "nv-hostengine is not answering (dcgmi: " + one_line(_first_match_line(both), 200) + "); "
                 "start it with 'systemctl start nvidia-dcgm' or 'nv-hostengine'",
                 dur,
             )
         if result.outcome is proc.Outcome.NONZERO:
-            return could_not_tell(level, source, f"dcgmi diag failed to run: {clean_text(result.describe(), 300)}", dur)
+            return could_not_tell(level, source, f"dcgmi diag failed to run: {one_line(result.describe(), 300)}", dur)
         return could_not_tell(level, source, f"could not parse dcgmi diag output: {e}", dur)
     try:
         report = parse_document(doc, level, source)

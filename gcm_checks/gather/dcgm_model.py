@@ -10,7 +10,6 @@ importable from ``gcm_checks.gather.dcgm`` as before.
 from __future__ import annotations
 
 import enum
-import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -24,7 +23,9 @@ DEFAULT_TIMEOUT_S = {1: 120.0, 2: 300.0, 3: 2700.0, 4: 9000.0}
 # more). Used to avoid starting a diag the run budget cannot hold.
 TYPICAL_S = {1: 5.0, 2: 120.0, 3: 1800.0, 4: 5400.0}
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# DCGM's own words (test names, error messages) end up in drain reasons and
+# reports: one line (gcm_checks.text.one_line) and at most this long.
+DIAG_TEXT_MAX = 500
 
 
 class DiagStatus(str, enum.Enum):
@@ -56,13 +57,6 @@ def parse_status(word: Any) -> DiagStatus:
         return DiagStatus.SKIP
     key = " ".join(str(word).strip().lower().replace("_", " ").split())
     return _STATUS_WORDS.get(key, _STATUS_WORDS.get(key.replace(" ", ""), DiagStatus.UNRECOGNISED))
-
-
-def clean_text(text: Any, limit: int = 500) -> str:
-    """One line, no control characters: DCGM text ends up in drain reasons."""
-    s = _CONTROL.sub(" ", str(text))
-    s = " ".join(s.split())
-    return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
 @dataclass(frozen=True)

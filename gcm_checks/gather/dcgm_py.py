@@ -53,7 +53,7 @@ from gcm_checks.gather.dcgm import (
     DiagError,
     DiagReport,
     DiagStatus,
-    clean_text,
+    DIAG_TEXT_MAX,
     could_not_tell,
     only_gpus,
     parse_status,
@@ -62,6 +62,7 @@ from gcm_checks.gather.dcgm import (
 # The child's side (dcgm_child.py) is what the fresh interpreter imports;
 # its names stay importable from here.
 from gcm_checks.gather.dcgm_child import RESULT_MARK, child_main, response_to_plain  # noqa: F401
+from gcm_checks.text import one_line
 
 SOURCE = "pydcgm"
 MODULES = ("pydcgm", "dcgm_structs", "dcgm_agent", "DcgmDiag")
@@ -155,7 +156,7 @@ class PydcgmBackend:
             return could_not_tell(level, SOURCE, problem, result.duration_s)
         if not payload.get("ok") and payload.get("kind") in ("import", "library") and self.fallback is not None:
             left = timeout - (time.monotonic() - start)
-            why = f"DCGM Python bindings in {self.bindings_dir} unusable ({clean_text(payload.get('text', ''), 200)}); used dcgmi"
+            why = f"DCGM Python bindings in {self.bindings_dir} unusable ({one_line(payload.get('text', ''), 200)}); used dcgmi"
             if left < 1.0:
                 return could_not_tell(level, SOURCE, why + " but no time was left to run it", result.duration_s)
             report = self.fallback.run(level, left)
@@ -173,7 +174,7 @@ def read_child(result: proc.ProcResult, level: int) -> Tuple[Optional[dict], str
             "nv-hostengine may be hung (check 'systemctl status nvidia-dcgm') or raise dcgm.timeout_s"
         )
     if result.outcome is proc.Outcome.MISSING:
-        return None, f"could not start the pydcgm child ({clean_text(result.stderr, 200)})"
+        return None, f"could not start the pydcgm child ({one_line(result.stderr, 200)})"
     for line in reversed((result.stdout or "").splitlines()):
         if line.startswith(RESULT_MARK):
             try:
@@ -184,7 +185,7 @@ def read_child(result: proc.ProcResult, level: int) -> Tuple[Optional[dict], str
                 return payload, ""
             break
     # No answer at all: the child died inside libdcgm (a signal) or Python.
-    return None, f"pydcgm child ended without an answer: {clean_text(result.describe(), 300)}"
+    return None, f"pydcgm child ended without an answer: {one_line(result.describe(), 300)}"
 
 
 def from_plain(payload: Mapping[str, Any], level: int, where: str = "") -> DiagReport:
@@ -192,7 +193,7 @@ def from_plain(payload: Mapping[str, Any], level: int, where: str = "") -> DiagR
     if not payload.get("ok"):
         return could_not_tell(level, SOURCE, _explain_failure(payload, where))
     version = str(payload.get("dcgm_version") or "")
-    system_errors = [clean_text(x) for x in payload.get("system_errors") or [] if str(x).strip()]
+    system_errors = [one_line(x, DIAG_TEXT_MAX) for x in payload.get("system_errors") or [] if str(x).strip()]
     tests = payload.get("tests") or []
     if not tests:
         if system_errors:
@@ -210,8 +211,8 @@ def from_plain(payload: Mapping[str, Any], level: int, where: str = "") -> DiagR
 
 
 def _test_entries(test: Mapping[str, Any], notes: List[str]) -> List[DiagEntry]:
-    name = clean_text(test.get("name") or "?")
-    category = clean_text(test.get("category") or "")
+    name = one_line(test.get("name") or "?", DIAG_TEXT_MAX)
+    category = one_line(test.get("category") or "", DIAG_TEXT_MAX)
     errors = test.get("errors") or []
     info = test.get("info") or []
     results = test.get("results") or []
@@ -224,9 +225,9 @@ def _test_entries(test: Mapping[str, Any], notes: List[str]) -> List[DiagEntry]:
         word = str(r.get("result", ""))
         status = parse_status(word)
         if status is DiagStatus.UNRECOGNISED:
-            notes.append(f"{name}: unrecognised result {clean_text(word, 40)!r}")
+            notes.append(f"{name}: unrecognised result {one_line(word, 40)!r}")
         mine = tuple(_error(e) for e in errors if (e.get("group"), e.get("id")) == key)
-        said = tuple(clean_text(i.get("msg", "")) for i in info if (i.get("group"), i.get("id")) == key and str(i.get("msg", "")).strip())
+        said = tuple(one_line(i.get("msg", ""), DIAG_TEXT_MAX) for i in info if (i.get("group"), i.get("id")) == key and str(i.get("msg", "")).strip())
         out.append(DiagEntry(category, name, group, eid, status, word, mine, said))
     orphans = [e for e in errors if (e.get("group"), e.get("id")) not in keys]
     word = str(test.get("result", ""))
@@ -236,7 +237,7 @@ def _test_entries(test: Mapping[str, Any], notes: List[str]) -> List[DiagEntry]:
         # touching any GPU), or whose failure DCGM tied to no entity, is a
         # node-level result, like dcgmi's test_summary: dropping it could
         # turn "DCGM could not test" into a pass.
-        said = tuple(clean_text(i.get("msg", "")) for i in info if not results and str(i.get("msg", "")).strip())
+        said = tuple(one_line(i.get("msg", ""), DIAG_TEXT_MAX) for i in info if not results and str(i.get("msg", "")).strip())
         out.append(DiagEntry(category, name, "", None, overall, word, tuple(_error(e) for e in orphans), said))
     elif orphans:
         # A passing test's stray messages accuse nothing: keep them visible.
@@ -268,12 +269,12 @@ def _error(e: Mapping[str, Any]) -> DiagError:
         # 2.x): let the error id decide, as for dcgmi 2.x JSON.
         severity = None
         category = category or None
-    return DiagError(clean_text(e.get("msg", "")), num(e.get("code")), category, severity)
+    return DiagError(one_line(e.get("msg", ""), DIAG_TEXT_MAX), num(e.get("code")), category, severity)
 
 
 def _explain_failure(payload: Mapping[str, Any], where: str) -> str:
     kind = payload.get("kind")
-    text = clean_text(payload.get("text", ""), 300)
+    text = one_line(payload.get("text", ""), 300)
     if kind in ("import", "library"):
         return f"DCGM Python bindings in {where or '?'} could not be loaded ({text}); set dcgm.use_pydcgm: no to use dcgmi"
     if kind == "version":
