@@ -94,7 +94,8 @@ def test_nodeinfo_flags(state, reason, drained, owned):
         ("rm -rf $HOME; `id` | cat & x > y < z", "rm -rf HOME, id cat x y z"),
         ("reset the GPU; RMA if it recurs", "reset the GPU, RMA if it recurs"),
         ("quote 'single' \"double\" back\\slash", "quote single double backslash"),
-        ("ctrl\x00\x07\x1b[31mred", "ctrl[31mred"),
+        ("ctrl\x00\x07\x1b[31mred", "ctrlred"),  # the escape sequence goes whole (gcm_checks.text)
+        ("\u202eevil\u2028line", "evil line"),
         ("ünïcödé", "ncd"),
         ("key=value", "key value"),
         ("x" * 300, "x" * 197 + "..."),

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from gcm_checks.text import one_line
+
 GCM_PREFIX = "gcm:"
 MAX_REASON = 200
 
@@ -22,14 +24,15 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9 _.,:/+%@#()\[\]{}=~^*?!-]")
 def sanitize_reason(text: str, limit: int = MAX_REASON) -> str:
     """Single line of safe printable ASCII, at most ``limit`` characters.
 
-    Strips quotes, backticks, ``$ | & < >``, backslashes, control characters
-    and newlines; ``;`` becomes ``,`` (it separates advice: "reset the GPU;
-    RMA if it recurs" must keep both halves). ``=`` is replaced too:
-    scontrol's one-line output is ``Key=value`` pairs and a stray ``=`` makes
-    a reason harder to parse back.
+    First ``gcm_checks.text.one_line`` (the one rule for escape sequences,
+    line breaks and control characters), then this argv allow-list of its
+    own: quotes, backticks, ``$ | & < >``, backslashes and non-ASCII go;
+    ``;`` becomes ``,`` (it separates advice: "reset the GPU; RMA if it
+    recurs" must keep both halves). ``=`` is replaced too: scontrol's
+    one-line output is ``Key=value`` pairs and a stray ``=`` makes a reason
+    harder to parse back.
     """
-    text = str(text).replace("=", " ").replace(";", ",")
-    text = re.sub(r"[\r\n\t\x0b\x0c]+", " ", text)
+    text = one_line(text).replace("=", " ").replace(";", ",")
     text = _UNSAFE.sub("", text)
     text = re.sub(r" {2,}", " ", text).strip()
     if len(text) > limit:
