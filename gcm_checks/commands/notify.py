@@ -83,6 +83,8 @@ def _flush(args: argparse.Namespace, settings: Any) -> int:
 
     node = getattr(settings, "node", "") or ""
     s = notify.flush(settings, budget_s=args.budget, force=args.now, node=node, sweep=report.sweep_and_prune)
+    if s.sweep_error:  # delivery went on; the admin running this should still hear it
+        print(f"gcm-checks notify: sweep failed: {s.sweep_error}", file=sys.stderr)
     pending = notify.outbox_for(settings).counts()["pending"]
     if args.json:
         print(json.dumps({**s.to_dict(), "pending": pending}, indent=2))

@@ -11,13 +11,10 @@ can change an exit status: the epilog has decided before we are called.
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from gcm_checks.notify.config import Channel, NotifySettings
 from gcm_checks.notify.delivery import outbox_for, sender, writable_outbox
-
-_sender = sender  # gcm-run's wrapper/notice.py still calls notify._sender
 from gcm_checks.notify.keys import idempotency_key, notification_key, run_job_key
 from gcm_checks.notify.outbox import FlushSummary, Outbox
 
@@ -86,7 +83,8 @@ def flush(
     ``sweep(settings, node=node)`` runs first on a full flush (no
     ``only_keys``): the caller passes ``report.sweep_and_prune`` so overdue
     multi-node reports are assembled and queued before delivery. A sweep
-    problem is reported and never blocks delivery.
+    problem is kept in ``summary.sweep_error`` (the caller says it: this
+    library prints nothing) and never blocks delivery.
     """
     import time
 
@@ -94,11 +92,12 @@ def flush(
     budget = ns.budget_s if budget_s is None else budget_s
     end = time.monotonic() + budget
     assembled: List[str] = []
+    sweep_error = ""
     if sweep is not None and only_keys is None:
         try:
             assembled = list(sweep(settings, node=node))
         except Exception as e:  # noqa: BLE001 - a sweep problem must not block delivery
-            print(f"gcm-checks notify: sweep failed: {e}", file=sys.stderr)
+            sweep_error = f"{type(e).__name__}: {e}"
     summary = outbox_for(settings).flush(
         sender(ns),
         budget_s=max(0.0, end - time.monotonic()),
@@ -109,6 +108,7 @@ def flush(
         force=force,
     )
     summary.assembled = assembled
+    summary.sweep_error = sweep_error
     return summary
 
 

@@ -60,10 +60,12 @@ class FlushSummary:
     assembled: List[str] = field(default_factory=list)  # overdue reports assembled first
     quarantined: List[Dict[str, str]] = field(default_factory=list)  # {name, why}
     refused: str = ""  # the whole outbox was not used (unsafe directory)
+    sweep_error: str = ""  # assembling overdue reports failed first (delivery went on)
 
     def to_dict(self) -> Dict[str, Any]:
         return {"sent": self.sent, "failed": self.failed, "skipped": self.skipped, "held": self.held, "dead": self.dead,
-                "assembled": self.assembled, "quarantined": self.quarantined, "refused": self.refused}
+                "assembled": self.assembled, "quarantined": self.quarantined, "refused": self.refused,
+                **({"sweep_error": self.sweep_error} if self.sweep_error else {})}
 
 
 MAX_ITEM_BYTES = 4 * 1024 * 1024

@@ -144,6 +144,6 @@ def deliver(kind: str, event: str, job: Any, *, report: Optional[Mapping[str, An
         keys.append(key)
     if not keys:
         return {"sent": False, "why": "no channel wants gcm-run notifications", "skipped": skipped}
-    s = box.flush(notify._sender(ns), budget_s=ns.budget_s if budget_s is None else budget_s, only_keys=keys, force=True)
+    s = box.flush(notify.sender(ns), budget_s=ns.budget_s if budget_s is None else budget_s, only_keys=keys, force=True)
     return {"sent": bool(s.sent) and not s.failed, "delivered": s.sent, "failed": s.failed, "queued": keys,
             "outbox": box.root, "skipped": skipped}
