@@ -101,7 +101,10 @@ def _load(module: str):
 
 
 def _say(line: str) -> None:
-    """One line on stderr; never raises (stderr may be closed or on a full disk)."""
+    """One line on stderr; never raises (stderr may be closed or on a full disk).
+
+    ``logs.slurmd_line`` for the last-resort handler: it must work even when
+    importing the rest of gcm_checks is what failed, so it imports nothing."""
     try:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from typing import Any, Callable
+
+from gcm_checks.logs import slurmd_line  # the one plain stderr line (logs.py says when)
 
 
 def guarded(args: argparse.Namespace, kind: str, body: Callable[..., int]) -> int:
@@ -28,8 +29,8 @@ def guarded(args: argparse.Namespace, kind: str, body: Callable[..., int]) -> in
 
     settings, cfg_err = load_or_defaults(args.config, getattr(args, "node", None))
     if cfg_err is not None:
-        _say(f"gcm-checks {kind}: CONFIG ERROR - {cfg_err}; running built-in defaults in report-only "
-             "(nothing is drained); fix it, then run 'gcm-checks config check'")
+        slurmd_line(f"gcm-checks {kind}: CONFIG ERROR - {cfg_err}; running built-in defaults in report-only "
+                    "(nothing is drained); fix it, then run 'gcm-checks config check'")
     from gcm_checks.logs import close_log, open_log
 
     node = settings.node
@@ -50,7 +51,7 @@ def guarded(args: argparse.Namespace, kind: str, body: Callable[..., int]) -> in
             log.exception("internal_error", error=str(e))
         except Exception:  # noqa: BLE001 - a full log disk must not turn this into a crash
             pass
-        _say(f"gcm-checks {kind} {node}: UNKNOWN - internal error: {type(e).__name__}: {e}")
+        slurmd_line(f"gcm-checks {kind} {node}: UNKNOWN - internal error: {type(e).__name__}: {e}")
         return 0
     finally:
         try:
@@ -74,21 +75,12 @@ def refuse_unsafe_dirs(settings: Any, kind: str, log: Any) -> None:
 
         private = tempfile.mkdtemp(prefix="gcm-checks-state-")
         log.error("unsafe_dir", setting="state_dir", problem=problem, using=private)
-        _say(f"gcm-checks {kind}: REFUSED state_dir: {problem}; using {private} for this run - fix: chown root, chmod go-w")
+        slurmd_line(f"gcm-checks {kind}: REFUSED state_dir: {problem}; using {private} for this run - fix: chown root, chmod go-w")
         settings.data["state_dir"] = private
     for key in ("report.spool_dir", "report.outbox_dir", "notify.outbox_dir"):
         problem = unsafe_dir(str(settings.get(key) or ""))
         if problem:
             log.error("unsafe_dir", setting=key, problem=problem, skipped="job report and notification")
-            _say(f"gcm-checks {kind}: REFUSED {key}: {problem}; job report and notification skipped - fix: chown root, chmod go-w")
+            slurmd_line(f"gcm-checks {kind}: REFUSED {key}: {problem}; job report and notification skipped - fix: chown root, chmod go-w")
             settings.data.setdefault("epilog", {})["report"] = False
             settings.data.setdefault("notify", {})["channels"] = []
-
-
-def _say(line: str) -> None:
-    """One line on stderr (slurmd's log); never raises."""
-    try:
-        print(line, file=sys.stderr)
-    except Exception:  # noqa: BLE001 - stderr closed or on a full disk
-        pass
-

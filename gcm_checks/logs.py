@@ -173,6 +173,23 @@ def close_log() -> None:
         _file = None
 
 
+def slurmd_line(line: str) -> None:
+    """One plain line on stderr, beside the JSON log event that says the same
+    with fields: the one way library code speaks outside the log.
+
+    For what an admin must see without opening the JSON log: a config error,
+    a refused directory, an internal error, a drain we did not make. An admin
+    running the command by hand reads it on the terminal; slurmd keeps a
+    prolog's or epilog's output in its own log only when the script fails
+    (Slurm 22.05: ``prolog failed: rc:1 output:...``), so the JSON log stays
+    the record. Never raises: stderr may be closed, or on a full disk.
+    """
+    try:
+        print(line, file=sys.stderr)
+    except Exception:  # noqa: BLE001 - stderr closed or on a full disk
+        pass
+
+
 class NullLog:
     """Drop-in for code paths that log but have no log configured."""
 

@@ -14,13 +14,7 @@ import os
 import sys
 from typing import Any, List, Optional, Tuple
 
-
-def _say(line: str) -> None:
-    """One line on stderr (slurmd's log); never raises."""
-    try:
-        print(line, file=sys.stderr)
-    except Exception:  # noqa: BLE001 - stderr closed or on a full disk
-        pass
+from gcm_checks.logs import slurmd_line  # the one plain stderr line (logs.py says when)
 
 
 def node_context(args: Any, settings: Any, **kw: Any) -> Any:
@@ -112,7 +106,7 @@ def brake_for(settings: Any, node: str, decision: Any, log: Any) -> Optional[str
     if _first_alert(settings, node, decision.failure.check):
         # One log line per node and check per brake window, not one per job.
         log.error("mass_drain_brake", check=decision.failure.check, reason=decision.reason, why=why, episode=ep.key)
-        _say(f"gcm-checks {decision.mode} {node}: NOT DRAINED - {why}; our finding: {decision.reason}")
+        slurmd_line(f"gcm-checks {decision.mode} {node}: NOT DRAINED - {why}; our finding: {decision.reason}")
     else:
         log.info("mass_drain_brake_again", check=decision.failure.check, why=why)
     try:  # one admin notification per episode across all nodes (brake.alert)
