@@ -241,7 +241,7 @@ def node_evidence(evidence: Mapping[str, Any], max_items: int) -> Dict[str, Any]
     """Normalise one node's evidence into JSON-able, bounded form.
 
     Accepts CheckResult objects (anything with ``to_dict``) in any list, so the
-    epilog can pass what its runner returned.
+    epilog can pass what its suite run (gcm_checks.suite) returned.
     """
     out: Dict[str, Any] = {}
     cut: Dict[str, int] = {}

@@ -4,7 +4,7 @@ One message per job run (issue 13): gcm-run does not mail its own exit
 report when it runs inside a Slurm job; the job's report carries its
 progress and loss instead, and the epilog's one message says it all.
 
-gcm-run's side (run/, as the job user)::
+gcm-run's side (wrapper/, as the job user)::
 
     from gcm_checks.report.runlink import run_status_path
     path = run_status_path(os.environ["SLURM_JOB_WORK_DIR"] or os.getcwd(), notify.run_job_key())
