@@ -65,12 +65,21 @@ class Context:
     def remaining(self) -> float:
         return max(0.0, self.budget_s - (time.monotonic() - self.started))
 
+    def _reader(self, area: str, module: str, host: str) -> Any:
+        """The reader for ``area``: what was injected (``self.sources``), else
+        the host's (class ``host`` of ``module``, a module the run loads
+        anyway: choosing costs no import on the prolog path)."""
+        found = getattr(self.sources, area, None)
+        if found is not None:
+            return found
+        import importlib
+
+        return getattr(importlib.import_module(module), host)()
+
     def _nvml_loader(self) -> Any:
         if self.nvml_factory is not None:
             return self.nvml_factory
-        from gcm_checks.gather.sources import nvml_source
-
-        return nvml_source(self).loader()
+        return self._reader("nvml", "gcm_checks.gather.nvml", "HostNvml").loader()
 
     def gpu_facts(self) -> Any:
         """NVML snapshot, gathered once per run (checks and the XID scan share it)."""
@@ -92,18 +101,14 @@ class Context:
 
     def gpu_bus_ids(self) -> Dict[str, int]:
         """PCI bus id (NVML form, 00000000:3B:00.0) -> GPU index."""
-        from gcm_checks.gather.sources import nvml_source
-
-        return nvml_source(self).bus_ids(self)
+        return self._reader("nvml", "gcm_checks.gather.nvml", "HostNvml").bus_ids(self)
 
     def sysfs_root(self) -> str:
         """Root under which /sys (InfiniBand, job cgroups, the PCI bus) is
         read: the host's, or a tree the injected source wrote."""
         with self._sysfs_lock:
             if self._sysfs_root is None:
-                from gcm_checks.gather.sources import sysfs_source
-
-                root, cleanup = sysfs_source(self).root(self)
+                root, cleanup = self._reader("sysfs", "gcm_checks.gather.ib", "HostSysfs").root(self)
                 if cleanup is not None:
                     self._tmpdirs.append(cleanup)
                 self._sysfs_root = root
@@ -114,9 +119,7 @@ class Context:
         the GPU and the InfiniBand gatherers both compare against it."""
         with self._pci_lock:
             if self._pci_facts is None:
-                from gcm_checks.gather.sources import pci_source
-
-                self._pci_facts = pci_source(self).read(self)
+                self._pci_facts = self._reader("pci", "gcm_checks.gather.pci", "HostPci").read(self)
             return self._pci_facts
 
     def close(self) -> None:

@@ -239,14 +239,17 @@ def test_gather_suite_and_qualify_read_sources_not_the_scenario(tmp_path):
 
 
 def test_a_scenario_context_reads_gpus_ib_and_pci_through_injected_sources(tmp_path):
-    from gcm_checks.gather.sources import HostNvml, HostPci, HostSysfs, nvml_source, pci_source, sysfs_source
+    from gcm_checks.gather.ib import HostSysfs
+    from gcm_checks.gather.nvml import HostNvml
+    from gcm_checks.gather.pci import HostPci
     from gcm_checks.sim.sources import ScenarioNvml, ScenarioPci, ScenarioSysfs
 
     settings = config.resolve({}, "n")
     scenario = load("healthy")
     ctx = suite.Context(settings=settings, node="n", sim=scenario, state_dir=tmp_path)
-    assert isinstance(nvml_source(ctx), ScenarioNvml) and isinstance(sysfs_source(ctx), ScenarioSysfs)
-    assert isinstance(pci_source(ctx), ScenarioPci) and ctx.sources.perf is not None
+    assert isinstance(ctx._reader("nvml", "-", "-"), ScenarioNvml)
+    assert isinstance(ctx._reader("sysfs", "-", "-"), ScenarioSysfs)
+    assert isinstance(ctx._reader("pci", "-", "-"), ScenarioPci) and ctx.sources.perf is not None
     try:
         root = Path(ctx.sysfs_root())
         assert root.is_dir() and root != Path("/") and (root / "sys" / "class" / "infiniband").is_dir()
@@ -257,8 +260,10 @@ def test_a_scenario_context_reads_gpus_ib_and_pci_through_injected_sources(tmp_p
     assert not root.exists()  # the tree the source wrote goes with the context
     host = suite.Context(settings=config.resolve({"infiniband": {"sysfs_root": str(tmp_path)}}, "n"), node="n",
                          state_dir=tmp_path)
-    assert isinstance(nvml_source(host), HostNvml) and isinstance(pci_source(host), HostPci)
-    assert isinstance(sysfs_source(host), HostSysfs) and host.sysfs_root() == str(tmp_path)
+    assert isinstance(host._reader("nvml", "gcm_checks.gather.nvml", "HostNvml"), HostNvml)
+    assert isinstance(host._reader("pci", "gcm_checks.gather.pci", "HostPci"), HostPci)
+    assert isinstance(host._reader("sysfs", "gcm_checks.gather.ib", "HostSysfs"), HostSysfs)
+    assert host.sysfs_root() == str(tmp_path)
     assert host.pci_facts().gpus == ()  # an empty bus under the configured root
 
 
@@ -280,3 +285,18 @@ def test_injected_sources_replace_the_host_readers_without_a_scenario(tmp_path):
         assert probe.measure(ctx, 1.0).source == "sim"
     finally:
         ctx.close()
+
+
+def test_a_host_context_loads_neither_sim_nor_the_sources_module(tmp_path):
+    """The host's GPU, sysfs and PCI readers are chosen without importing
+    anything the prolog would not load anyway, and never simulation's."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from gcm_checks import testing; "
+            f"ctx = testing.context(testing.settings(**{{'infiniband.sysfs_root': {str(tmp_path)!r}}})); "
+            "ctx.nvml_factory = None; ctx.sysfs_root(); ctx.pci_facts(); ctx._nvml_loader(); "
+            "print(sorted(m for m in sys.modules if m.startswith(('gcm_checks.sim', 'gcm_checks.gather.sources'))))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[]", p.stdout

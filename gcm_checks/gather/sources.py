@@ -8,7 +8,10 @@ a test's own; an area left ``None`` reads the host's hardware.
 
 Kept free of imports at module level: the context builder may load it on the
 prolog path, and the host readers are imported only when an area is gathered
-(rule 7).
+(rule 7). The GPU, sysfs and PCI areas are chosen by ``suite.Context`` itself
+(``gpu_facts``, ``sysfs_root``, ``pci_facts``), whose host readers
+(``gather.nvml.HostNvml``, ``gather.ib.HostSysfs``, ``gather.pci.HostPci``)
+live in modules every prolog loads anyway: choosing them costs no import.
 """
 
 from __future__ import annotations
@@ -100,58 +103,3 @@ def dcgm_source(ctx: Any) -> "DcgmSource":
     from gcm_checks.gather.dcgm_source import HostDcgm
 
     return HostDcgm()
-
-
-# --------------------------------------------------------------------------
-# The host's readers for the areas whose reading code lives elsewhere (NVML in
-# gather.nvml, the PCI bus in gather.pci): kept here, with lazy imports, so
-# choosing a source loads no module the prolog would not load anyway (rule 7).
-
-
-class HostNvml:
-    """The node's NVML (pynvml)."""
-
-    def loader(self) -> Callable[[], Any]:
-        from gcm_checks.gather.nvml import load_pynvml
-
-        return load_pynvml
-
-    def bus_ids(self, ctx: Any) -> Dict[str, int]:
-        return ctx.gpu_facts().bus_ids()
-
-    def __repr__(self) -> str:
-        return "HostNvml()"
-
-
-class HostSysfs:
-    """The node's /sys, under ``infiniband.sysfs_root`` (``/`` unless set)."""
-
-    def root(self, ctx: Any) -> Tuple[str, Any]:
-        return str(ctx.settings.get("infiniband.sysfs_root", "/") or "/"), None
-
-    def __repr__(self) -> str:
-        return "HostSysfs()"
-
-
-class HostPci:
-    """The node's PCI bus, read under the context's sysfs root."""
-
-    def read(self, ctx: Any) -> "PciFacts":
-        from gcm_checks.gather.pci import read_pci
-
-        return read_pci(ctx.sysfs_root())
-
-    def __repr__(self) -> str:
-        return "HostPci()"
-
-
-def nvml_source(ctx: Any) -> "NvmlSource":
-    return injected(ctx, "nvml") or HostNvml()
-
-
-def sysfs_source(ctx: Any) -> "SysfsSource":
-    return injected(ctx, "sysfs") or HostSysfs()
-
-
-def pci_source(ctx: Any) -> "PciSource":
-    return injected(ctx, "pci") or HostPci()
