@@ -73,7 +73,7 @@ def load_baseline(path: Path) -> Tuple[Optional[Dict[str, Dict[str, int]]], Opti
         # Only now ask why (a stat the healthy path with a baseline never pays).
         if not os.path.lexists(path):
             return None, None, "first run: no previous counters"
-        return None, None, "previous counters unreadable (missing, too big, too deep or corrupt); starting over"
+        return None, None, "previous counters unreadable (too big, too deep, corrupt or not a JSON object); starting over"
     ports = data.get("ports")
     if not isinstance(ports, dict):
         return None, None, "previous counters file has no 'ports'; starting over"
