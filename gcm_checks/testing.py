@@ -6,7 +6,7 @@ Nothing here is imported by production code.
 from __future__ import annotations
 
 import json
-from typing import Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional
 
 
 # --------------------------------------------------------------------------
@@ -107,16 +107,30 @@ def kernel_xid_line(
 # facts here instead of each re-inventing a _Settings or snapshot helper)
 
 
-def settings(data: Optional[Mapping] = None, *, node: str = "n1", **sections: Mapping):
+def settings(data: Optional[Mapping] = None, *, node: str = "n1", **overrides: Any):
     """Settings as the node ``node`` resolves them (``config.resolve``): the
     schema's defaults, then ``data`` (a parsed config file, ``nodes:``
-    sections included), then ``sections`` (``gpu={"count": 4}``) on top.
+    sections included), then ``overrides`` on top. An override is a whole
+    section (``gpu={"count": 4}``, merged into the file's), a top-level key
+    (``report_only=True``) or a dotted key (``**{"report.spool_dir": d}``).
     Validated like a real file, so a misspelt key fails the test."""
+    import copy
+
     from gcm_checks import config
 
-    merged: Dict = dict(data or {})
-    for name, values in sections.items():
-        merged[name] = {**(merged.get(name) or {}), **values}
+    merged: Dict = copy.deepcopy(dict(data or {}))
+    for name, value in overrides.items():
+        head, _, rest = name.partition(".")
+        if rest:
+            cur = merged.setdefault(head, {})
+            *mid, last = rest.split(".")
+            for part in mid:
+                cur = cur.setdefault(part, {})
+            cur[last] = value
+        elif isinstance(value, Mapping) and isinstance(config.SCHEMA.get(name), dict):
+            merged[name] = {**(merged.get(name) or {}), **value}
+        else:
+            merged[name] = value
     config._validate_section("(test)", merged, config.SCHEMA, "", allow_nodes=True)
     return config.resolve(merged, node, "(test)")
 

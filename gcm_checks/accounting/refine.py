@@ -30,9 +30,11 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from gcm_checks.accounting.settings import AccountingSettings, state_file_of
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Accounting, Settings
+
 
 # fetch(since, until) -> sacct rows; injectable so tests count calls.
 Fetch = Callable[[float, float], List[Dict[str, str]]]
@@ -78,12 +80,12 @@ def write_state(path: str, st: Mapping[str, Any]) -> None:
     atomic_write(path, json.dumps(st, sort_keys=True).encode(), mode=0o644)
 
 
-def due(st: Mapping[str, Any], acc: AccountingSettings, now: float) -> bool:
+def due(st: Mapping[str, Any], acc: "Accounting", now: float) -> bool:
     last = st.get("last_pass_at")
     return last is None or now - float(last) >= acc.interval_s
 
 
-def window(st: Mapping[str, Any], acc: AccountingSettings, now: float) -> Tuple[float, float]:
+def window(st: Mapping[str, Any], acc: "Accounting", now: float) -> Tuple[float, float]:
     """[since, until] for this pass: from the last window's end (or the oldest
     deferred run's end, whichever is earlier) minus the overlap, to now."""
     last = st.get("last_until")
@@ -204,10 +206,10 @@ from gcm_checks.accounting.handoff import (  # noqa: E402,F401
 # The pass
 
 
-def default_fetch(settings: Any) -> Fetch:
+def default_fetch(settings: "Settings") -> Fetch:
     from gcm_checks import slurm
 
-    acc = AccountingSettings.coerce(settings)
+    acc = settings.accounting
 
     def fetch(since: float, until: float) -> List[Dict[str, str]]:
         return slurm.sacct_rows(since=since, until=until, sacct=acc.sacct, timeout=acc.timeout_s)
@@ -215,7 +217,7 @@ def default_fetch(settings: Any) -> Fetch:
     return fetch
 
 
-def load_report(settings: Any, key: str) -> Tuple[Optional[Dict[str, Any]], str]:
+def load_report(settings: "Settings", key: str) -> Tuple[Optional[Dict[str, Any]], str]:
     from gcm_checks.report.assembly import report_paths
 
     path = report_paths(settings, key)["report.json"]
@@ -248,7 +250,7 @@ def report_belongs_to(report: Mapping[str, Any], rec: Any, sibling_ends: Sequenc
     return not any(rec.end < e <= end + 5.0 for e in sibling_ends)
 
 
-def find_report(settings: Any, rec: Any, sibling_ends: Sequence[float] = ()) -> Tuple[Optional[Dict[str, Any]], str]:
+def find_report(settings: "Settings", rec: Any, sibling_ends: Sequence[float] = ()) -> Tuple[Optional[Dict[str, Any]], str]:
     """The stored report of this run: by its key, else by time among the
     job's other run keys (see report_belongs_to)."""
     keys = [rec.key] + [k for k in [rec.job_id] + [f"{rec.job_id}.{i}" for i in range(1, max(rec.runs, rec.run + 1) + 1)]
@@ -279,7 +281,7 @@ def _names_run(report: Mapping[str, Any], rec: Any) -> bool:
 
 
 def refine_pass(
-    settings: Any,
+    settings: "Settings",
     *,
     node: str = "",
     now: Optional[float] = None,
@@ -289,13 +291,13 @@ def refine_pass(
     deliver_budget_s: float = 10.0,
 ) -> PassSummary:
     """One pass; never raises (errors are in ``summary.errors``)."""
-    acc = AccountingSettings.coerce(settings)
+    acc = settings.accounting
     summary = PassSummary()
     if acc.designated_node and node and node != acc.designated_node and not force:
         summary.skipped = f"not the designated node ({acc.designated_node})"
         return summary
     now = time.time() if now is None else now
-    path = state_file_of(settings)
+    path = settings.accounting_state_file
     lock = _Lock(path + ".lock")
     try:
         if not lock.acquire():
@@ -338,7 +340,7 @@ def refine_pass(
     return summary
 
 
-def _refine_rows(settings: Any, acc: AccountingSettings, st: Dict[str, Any], rows: List[Dict[str, str]],
+def _refine_rows(settings: "Settings", acc: "Accounting", st: Dict[str, Any], rows: List[Dict[str, str]],
                  since: float, until: float, now: float, summary: PassSummary) -> None:
     from gcm_checks.accounting.records import JobRecord, ended_between, group_rows
 
@@ -385,7 +387,7 @@ def _refine_rows(settings: Any, acc: AccountingSettings, st: Dict[str, Any], row
     st["waiting"] = waiting
 
 
-def _refine_one(settings: Any, rec: Any, now: float, summary: PassSummary, retry: bool = False,
+def _refine_one(settings: "Settings", rec: Any, now: float, summary: PassSummary, retry: bool = False,
                 siblings: Sequence[float] = ()) -> bool:
     """Refine one run's stored report. False when there is no report (yet)."""
     from gcm_checks.accounting.judge import classify_run, node_inputs, report_logs

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import copy
 import os
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from gcm_checks.config.schema import (  # noqa: F401  (the public names of gcm_checks.config)
     SCHEMA, STATUS_CHOICES, ConfigError, Key, _check_value, _describe, _validate_nodes, _validate_section,
     check_ids_known, defaults, iter_keys)
+from gcm_checks.config.types import Settings  # noqa: F401
 
 
 def _merge(base: Dict[str, Any], over: Dict[str, Any]) -> None:
@@ -40,29 +40,6 @@ def _merge(base: Dict[str, Any], over: Dict[str, Any]) -> None:
             _merge(base[k], v)
         else:
             base[k] = copy.deepcopy(v)
-
-
-@dataclass
-class Settings:
-    """Resolved configuration for one node."""
-
-    data: Dict[str, Any]
-    source: str = "(defaults)"
-    node: str = ""
-    matched_sections: List[int] = field(default_factory=list)
-    config_error: Optional[str] = None  # set when the config was broken and defaults run
-
-    def get(self, dotted: str, default: Any = None) -> Any:
-        cur: Any = self.data
-        for part in dotted.split("."):
-            if not isinstance(cur, dict) or part not in cur:
-                return default
-            cur = cur[part]
-        return cur
-
-    def section(self, name: str) -> Dict[str, Any]:
-        v = self.data.get(name)
-        return v if isinstance(v, dict) else {}
 
 
 # Where slurm.conf lives across packagings, for a run without SLURM_CONF
@@ -151,6 +128,12 @@ def resolve(data: Dict[str, Any], node: str, source: str = "(defaults)") -> Sett
             matched.append(i)
     merged["nodes"] = list(data.get("nodes") or [])
     return Settings(merged, source, node, matched)
+
+
+def builtin(node: str = "") -> Settings:
+    """The built-in defaults as Settings, for library calls made without a
+    config (``explain`` from a test, a tool run with no file)."""
+    return resolve({}, node)
 
 
 def load(path: Optional[str] = None, node: Optional[str] = None) -> Settings:

@@ -32,6 +32,7 @@ class Key:
 
 
 STATUS_CHOICES = ("pass", "warn", "fail", "unknown")
+POLICIES = ("on_failure", "always", "never")  # notify.policy values
 
 # Sections are plain dicts of Key; a nested dict is a nested section.
 SCHEMA: Dict[str, Any] = {
@@ -108,8 +109,20 @@ SCHEMA: Dict[str, Any] = {
     },
     "notify": {
         "channels": Key("list", [], "Sinks: [{name, type: smtp|webhook|slack, ...}] (docs/reports.md)."),
-        "policy": Key("dict", {}, "{default: on_failure|always|never, clusters: {}, partitions: {}, users: {}, allow_job_override: true}."),
-        "email": Key("dict", {}, "{use_mail_user: true, addresses: {user: addr}, domain_template: '{user}@example.org'}."),
+        # Who is told about which job: the most specific of users, partitions, clusters, then default.
+        "policy": {
+            "default": Key("str", "on_failure", "Whether a job's report is sent: on_failure, always or never.", choices=POLICIES),
+            "clusters": Key("dict", {}, "Policy per cluster name: {cluster: on_failure|always|never}."),
+            "partitions": Key("dict", {}, "Policy per partition: {partition: on_failure|always|never}."),
+            "users": Key("dict", {}, "Policy per user: {user: on_failure|always|never}."),
+            "allow_job_override": Key("bool", True, "A job's --extra=gcm:notify=<policy> (or its comment) overrides the policy for that job."),
+        },
+        # E-mail recipients: the job's --mail-user, then addresses, then domain_template.
+        "email": {
+            "use_mail_user": Key("bool", True, "Send to the job's --mail-user when Slurm gives one."),
+            "addresses": Key("dict", {}, "Address per user: {user: addr}."),
+            "domain_template": Key("str", "", "Address for other users, e.g. '{user}@example.org'; '' = none."),
+        },
         "handoff": Key("str", "detach", "How the epilog delivers: inline (within its budget), detach (background process), queue (next flush).", choices=("inline", "detach", "queue")),
         "budget_s": Key("float", 10.0, "Most seconds one delivery run spends sending.", minimum=0.1),
         "backoff_base_s": Key("float", 60.0, "First retry delay; doubles per failure.", minimum=0),
@@ -219,6 +232,10 @@ def _validate_section(source: str, data: Any, schema: Dict[str, Any], prefix: st
                 for cid, st in value.items():
                     if st not in STATUS_CHOICES:
                         raise ConfigError(source, f"checks.severity.{cid}", "one of " + ", ".join(STATUS_CHOICES), st)
+            if dotted.endswith(("notify.policy.clusters", "notify.policy.partitions", "notify.policy.users")):
+                for who, pol in value.items():
+                    if pol not in POLICIES:
+                        raise ConfigError(source, f"{dotted}.{who}", "one of " + ", ".join(POLICIES), pol)
 
 
 def _validate_nodes(source: str, nodes: Any) -> None:

@@ -6,22 +6,19 @@ Shared by the report path (notify/__init__) and gcm-run's hook (notify/runs.py).
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import TYPE_CHECKING, Any, Dict
 
-from gcm_checks.notify.config import NotifySettings
 from gcm_checks.notify.outbox import Outbox
 
-
-def outbox_for(settings: Any) -> Outbox:
-    ns = NotifySettings.coerce(settings)
-    if ns.outbox_dir:
-        return Outbox(ns.outbox_dir)
-    from gcm_checks.report.model import ReportSettings
-
-    return Outbox(ReportSettings.coerce(settings).outbox_dir)
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Notify, Settings
 
 
-def sender(ns: NotifySettings):
+def outbox_for(settings: "Settings") -> Outbox:
+    return Outbox(settings.outbox_dir)
+
+
+def sender(ns: "Notify"):
     from gcm_checks.deadline import call_with_deadline
     from gcm_checks.notify.sinks import SINKS, SendError
 

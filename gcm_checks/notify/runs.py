@@ -19,10 +19,13 @@ import hashlib
 import html
 import json
 import os
-from typing import Any, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
-from gcm_checks.notify.config import Channel, NotifySettings
+from gcm_checks.notify.config import Channel
 from gcm_checks.notify.outbox import Outbox
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 
 def _user_outbox(env: Mapping[str, str]) -> str:
@@ -30,7 +33,7 @@ def _user_outbox(env: Mapping[str, str]) -> str:
     return os.path.join(base, "gcm-checks", "outbox")
 
 
-def _writable_outbox(settings: Any, env: Mapping[str, str]) -> Outbox:
+def _writable_outbox(settings: "Settings", env: Mapping[str, str]) -> Outbox:
     from gcm_checks.notify.delivery import outbox_for
 
     box = outbox_for(settings)
@@ -94,7 +97,7 @@ def notify_run(
     payload: Mapping[str, Any],
     kind: str = "exit",
     *,
-    settings: Any = None,
+    settings: Optional["Settings"] = None,
     env: Optional[Mapping[str, str]] = None,
     budget_s: Optional[float] = None,
 ) -> Dict[str, Any]:
@@ -109,7 +112,7 @@ def notify_run(
         from gcm_checks import config
 
         settings = config.load()
-    ns = NotifySettings.coerce(settings)
+    ns = settings.notify
     slurm = payload.get("slurm") or {}
     # prolog/epilog see SLURM_JOB_RESTART_COUNT, the job's own tasks SLURM_RESTART_COUNT
     restarts = (env.get("SLURM_JOB_RESTART_COUNT") or env.get("SLURM_RESTART_COUNT") or "0").strip()
