@@ -107,10 +107,11 @@ def kernel_xid_line(
 # facts here instead of each re-inventing a _Settings or snapshot helper)
 
 
-def settings(data: Optional[Mapping] = None, *, node: str = "n1", **overrides: Any):
+def settings(data: Any = None, *, node: str = "n1", **overrides: Any):
     """Settings as the node ``node`` resolves them (``config.resolve``): the
     schema's defaults, then ``data`` (a parsed config file, ``nodes:``
-    sections included), then ``overrides`` on top. An override is a whole
+    sections included; or Settings a test built before, to change a few
+    keys), then ``overrides`` on top. An override is a whole
     section (``gpu={"count": 4}``, merged into the file's), a top-level key
     (``report_only=True``) or a dotted key (``**{"report.spool_dir": d}``).
     Validated like a real file, so a misspelt key fails the test."""
@@ -118,6 +119,8 @@ def settings(data: Optional[Mapping] = None, *, node: str = "n1", **overrides: A
 
     from gcm_checks import config
 
+    if isinstance(data, config.Settings):
+        data = {k: v for k, v in data.data.items() if k != "nodes"}  # already resolved for its node
     merged: Dict = copy.deepcopy(dict(data or {}))
     for name, value in overrides.items():
         head, _, rest = name.partition(".")
