@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from gcm_checks import slurm
+from gcm_checks import slurm, testing
 from gcm_checks.accounting import refine
 from gcm_checks.accounting.diagnose import failure_trends
 from gcm_checks.accounting.records import group_rows
@@ -60,8 +60,8 @@ def bench_pass(n_jobs: int = 2_000) -> dict:
 
     d = tempfile.mkdtemp(prefix="gcm-bench-acct-")
     try:
-        s = {"state_dir": f"{d}/st", "report": {"report_dir": f"{d}/r", "outbox_dir": f"{d}/o"},
-             "accounting": {"interval_s": 300.0, "settle_s": 0.0, "lookback_s": 86400.0}}
+        s = testing.settings({"state_dir": f"{d}/st", "report": {"report_dir": f"{d}/r", "outbox_dir": f"{d}/o"},
+                              "accounting": {"interval_s": 300.0, "settle_s": 0.0, "lookback_s": 86400.0}})
         for i in range(n_jobs):
             job = JobInfo(job_id=str(i), user="alice", uid=1001, nodes=(f"gpu{i % 97:03d}",), exit_status="0:0",
                           state="COMPLETING")
@@ -102,10 +102,11 @@ def bench_trends(n_jobs: int = 20_000) -> dict:
 
 FLEET_CHILD = r"""
 import json, os, sys, tempfile, time
+from gcm_checks import testing
 from gcm_checks.accounting.diagnose import failure_trends
 d = tempfile.mkdtemp(prefix="gcm-bench-fleet-")
-s = {"state_dir": d + "/st", "report": {"report_dir": d + "/r", "outbox_dir": d + "/o"},
-     "accounting": {"sacct": sys.argv[1], "timeout_s": 600.0}}
+s = testing.settings({"state_dir": d + "/st", "report": {"report_dir": d + "/r", "outbox_dir": d + "/o"},
+                      "accounting": {"sacct": sys.argv[1], "timeout_s": 600.0}})
 t0 = 1_800_000_000.0
 t = time.perf_counter()
 doc = failure_trends(s, since=t0 - 3600, until=t0 + 700000)
