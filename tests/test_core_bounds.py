@@ -152,8 +152,8 @@ def test_outbox_item_owned_by_a_user_is_forged(tmp_path):
 
 
 def test_gcm_progress_infinity_never_crashes_gcm_run_or_changes_its_status(tmp_path):
-    from gcm_checks.run.comment import format_comment
-    from gcm_checks.run.progress import ChunkScanner, Tracker, parse_gcm
+    from gcm_checks.wrapper.comment import format_comment
+    from gcm_checks.wrapper.progress import ChunkScanner, Tracker, parse_gcm
 
     ev = parse_gcm('GCM_PROGRESS {"eta_s": Infinity, "step": 1e400, "total": 10, "rate": NaN, "loss": Infinity}')
     assert ev.eta_s is None and ev.step is None and ev.rate is None and ev.loss == float("inf")
@@ -166,7 +166,7 @@ def test_gcm_progress_infinity_never_crashes_gcm_run_or_changes_its_status(tmp_p
                      'print("GCM_PROGRESS " + "[" * 50000, flush=True)\nsys.exit(3)\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
     env.update(PYTHONPATH=str(REPO), GCM_RUN_COMMENT_INTERVAL="0")
-    p = subprocess.run([sys.executable, "-m", "gcm_checks.run_cli", "--log", str(tmp_path / "r.log"), "--notify", "never",
+    p = subprocess.run([sys.executable, "-m", "gcm_checks.gcm_run_cli", "--log", str(tmp_path / "r.log"), "--notify", "never",
                         "--", sys.executable, str(child)], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 3, p.stderr  # the child's status, untouched
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gcm_checks.run.progress import HISTORY_POINTS, ChunkScanner, Series, Tracker, parse_line
+from gcm_checks.wrapper.progress import HISTORY_POINTS, ChunkScanner, Series, Tracker, parse_line
 
 FIX = Path(__file__).parent / "fixtures" / "run"
 NAN = float("nan")

@@ -51,7 +51,7 @@ def test_sigkilled_wrapper_leaves_no_process_of_the_job(tmp_path):
     pids_file = tmp_path / "pids"
     env = dict(os.environ, PYTHONPATH=str(REPO), GCM_RUN_INDEX=str(tmp_path / "index"), GCM_RUN_TICK="0.1")
     env.pop("SLURM_JOB_ID", None)
-    w = subprocess.Popen([PY, "-m", "gcm_checks.run_cli", "--log", str(tmp_path / "run.log"), "--notify", "never",
+    w = subprocess.Popen([PY, "-m", "gcm_checks.gcm_run_cli", "--log", str(tmp_path / "run.log"), "--notify", "never",
                           "--", PY, str(job), str(pids_file)], cwd=tmp_path, env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
@@ -74,7 +74,7 @@ def test_sigkilled_wrapper_leaves_no_process_of_the_job(tmp_path):
 
 def test_normal_exit_leaves_no_sentinel(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO), GCM_RUN_INDEX=str(tmp_path / "index"))
-    r = subprocess.run([PY, "-m", "gcm_checks.run_cli", "--log", str(tmp_path / "run.log"), "--notify", "never",
+    r = subprocess.run([PY, "-m", "gcm_checks.gcm_run_cli", "--log", str(tmp_path / "run.log"), "--notify", "never",
                         "--", "sh", "-c", "echo step 1/1; exit 3"], cwd=tmp_path, env=env, capture_output=True, timeout=60)
     # capture_output waits for EOF on both pipes: a sentinel holding them would hang this call.
     assert r.returncode == 3
@@ -91,7 +91,7 @@ def test_the_childs_output_never_changes_the_exit_status(tmp_path, line):
     env = dict(os.environ, PYTHONPATH=str(REPO), GCM_RUN_INDEX=str(tmp_path / "index"), GCM_RUN_TICK="0.05",
                GCM_RUN_STATUS_INTERVAL="0.05")
     code = f"import sys, time\nprint({line!r}, flush=True)\ntime.sleep(0.5)\nsys.exit(7)"
-    r = subprocess.run([PY, "-m", "gcm_checks.run_cli", "--log", str(tmp_path / "run.log"), "--notify", "never",
+    r = subprocess.run([PY, "-m", "gcm_checks.gcm_run_cli", "--log", str(tmp_path / "run.log"), "--notify", "never",
                         "--", PY, "-c", code], cwd=tmp_path, env=env, capture_output=True, timeout=60)
     assert r.returncode == 7, r.stderr[-2000:]
     assert b"internal error" not in r.stderr and b"Traceback" not in r.stderr
@@ -102,8 +102,8 @@ def test_the_childs_output_never_changes_the_exit_status(tmp_path, line):
 def test_an_in_process_run_gives_the_subreaper_flag_back(tmp_path):
     import ctypes
 
-    from gcm_checks.run import guard
-    from gcm_checks.run.launcher import RunOptions, run_wrapped
+    from gcm_checks.wrapper import guard
+    from gcm_checks.wrapper.launcher import RunOptions, run_wrapped
 
     def flag() -> int:
         v = ctypes.c_int(-1)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from gcm_checks.run import finish
-from gcm_checks.run.launcher import RunOptions, run_wrapped
+from gcm_checks.wrapper import finish
+from gcm_checks.wrapper.launcher import RunOptions, run_wrapped
 
 PY = sys.executable
 
@@ -91,7 +91,7 @@ def test_no_comment_when_not_ours_to_write(tmp_path, devnull, env, why):
 
 @pytest.mark.parametrize("sender", [Comments(fail=True), Comments(hang=True)])
 def test_failing_or_hanging_slurm_never_changes_the_exit_status(tmp_path, devnull, sender, monkeypatch):
-    from gcm_checks.run import comment as cm
+    from gcm_checks.wrapper import comment as cm
 
     orig = cm.CommentPoster.final
     monkeypatch.setattr(cm.CommentPoster, "final", lambda self, text, timeout=10.0: orig(self, text, timeout=0.3))

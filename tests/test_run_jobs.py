@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gcm_checks.commands import jobs
-from gcm_checks.run import status as st
+from gcm_checks.wrapper import status as st
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -90,7 +90,7 @@ def test_jobs_command_lists_a_real_running_wrapper(tmp_path, capsys):
     env.update(PYTHONPATH=str(REPO), GCM_RUN_INDEX=str(index))
     log = tmp_path / "train.log"
     code = "import time\nprint('step 25/100 loss=0.75', flush=True)\ntime.sleep(60)"
-    p = subprocess.Popen([sys.executable, "-m", "gcm_checks.run_cli", "--log", str(log), "--name", "resnet",
+    p = subprocess.Popen([sys.executable, "-m", "gcm_checks.gcm_run_cli", "--log", str(log), "--name", "resnet",
                           "--", sys.executable, "-c", code], cwd=tmp_path, env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -136,7 +136,7 @@ def test_jobs_reads_a_live_wrapper_with_history(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO), GCM_RUN_INDEX=str(tmp_path / "idx"), GCM_RUN_STATUS_INTERVAL="0.1",
                GCM_RUN_TICK="0.1")
     env.pop("SLURM_JOB_ID", None)
-    p = subprocess.Popen([sys.executable, "-m", "gcm_checks.run_cli", "--log", str(tmp_path / "r.log"), "--notify", "never",
+    p = subprocess.Popen([sys.executable, "-m", "gcm_checks.gcm_run_cli", "--log", str(tmp_path / "r.log"), "--notify", "never",
                           "--", sys.executable, "-c", code], env=env, cwd=tmp_path,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -78,7 +78,7 @@ def gcm_run(tmp_path: Path, cfg: Path, *args: str, cmd, extra_env=None) -> subpr
     env.update(PYTHONPATH=str(REPO), GCM_RUN_INDEX=str(tmp_path / "index"), GCM_CHECKS_CONFIG=str(cfg),
                XDG_CACHE_HOME=str(tmp_path / "cache"))
     env.update(extra_env or {})
-    argv = [PY, "-m", "gcm_checks.run_cli", "--log", str(tmp_path / "run.log"), *args, "--", *cmd]
+    argv = [PY, "-m", "gcm_checks.gcm_run_cli", "--log", str(tmp_path / "run.log"), *args, "--", *cmd]
     return subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, timeout=120)
 
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from gcm_checks.run.progress import ChunkScanner, ProgressEvent, Tracker, parse_line
+from gcm_checks.wrapper.progress import ChunkScanner, ProgressEvent, Tracker, parse_line
 
 NAN = float("nan")
 

@@ -130,7 +130,7 @@ def test_outside_slurm_the_mail_is_the_job_report_to_the_passwd_user(tmp_path, i
     # No USER, LOGNAME or HOME: cron, containers, env -i.
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO), "GCM_CHECKS_CONFIG": str(cfg),
            "GCM_RUN_INDEX": str(tmp_path / "index"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    r = subprocess.run([PY, "-m", "gcm_checks.run_cli", "--log", str(tmp_path / "run.log"), "--name", "train",
+    r = subprocess.run([PY, "-m", "gcm_checks.gcm_run_cli", "--log", str(tmp_path / "run.log"), "--name", "train",
                         "--", PY, "-c", code], cwd=tmp_path, env=env, capture_output=True, timeout=120)
     assert r.returncode == 1, r.stderr[-2000:]
     [(rcpt, msg)] = inbox.messages

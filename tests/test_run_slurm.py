@@ -34,7 +34,7 @@ def _script(log: str, steps: int, per_step_s: float, extra: str = "") -> str:
         f"export PYTHONPATH={REPO}\n"
         "export GCM_RUN_COMMENT_INTERVAL=1\n"
         f"export GCM_RUN_INDEX={os.path.dirname(log)}/index\n"
-        f"exec {sys.executable} -m gcm_checks.run_cli --log {log} {extra} -- {sys.executable} {child}\n"
+        f"exec {sys.executable} -m gcm_checks.gcm_run_cli --log {log} {extra} -- {sys.executable} {child}\n"
     )
 
 
@@ -111,7 +111,7 @@ def test_two_node_job_shows_the_straggler_in_squeue(clean_cluster, tmp_path):
         f"export PYTHONPATH={REPO}\n"
         "export GCM_RUN_COMMENT_INTERVAL=1 GCM_RUN_STRAGGLER_INTERVAL=0.5 GCM_RUN_TICK=0.2\n"
         f"export GCM_RUN_INDEX={c.jobdir}/index\n"
-        f"srun --ntasks-per-node=1 bash -c 'exec {sys.executable} -m gcm_checks.run_cli"
+        f"srun --ntasks-per-node=1 bash -c 'exec {sys.executable} -m gcm_checks.gcm_run_cli"
         f" --log {c.jobdir}/strag-{tag}-$SLURM_PROCID.log --notify never --straggler-window 4s"
         f" -- {sys.executable} {child}'\n"
     )
@@ -161,7 +161,7 @@ def test_gcm_run_job_gets_one_mail_the_job_report_with_its_progress(world):  # n
         "#!/bin/bash\n"
         f"export PYTHONPATH={REPO} GCM_CHECKS_CONFIG={cfg} GCM_RUN_STRAGGLER_INTERVAL=0.3\n"
         f"export GCM_RUN_INDEX={cluster.jobdir}/index\n"
-        f"exec {sys.executable} -m gcm_checks.run_cli --log {cluster.jobdir}/run-$SLURM_JOB_ID.log --notify always"
+        f"exec {sys.executable} -m gcm_checks.gcm_run_cli --log {cluster.jobdir}/run-$SLURM_JOB_ID.log --notify always"
         f" -- {sys.executable} {child}\n"
     )
     job_id = cluster.sbatch(script, job_name="gcmrunfail")

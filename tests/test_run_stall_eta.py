@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from gcm_checks.run.comment import format_comment, straggler_text
-from gcm_checks.run.progress import Tracker, parse_line
-from gcm_checks.run.watch import AUTO_MIN_S, AUTO_STEP_FACTOR, Watchdog
+from gcm_checks.wrapper.comment import format_comment, straggler_text
+from gcm_checks.wrapper.progress import Tracker, parse_line
+from gcm_checks.wrapper.watch import AUTO_MIN_S, AUTO_STEP_FACTOR, Watchdog
 
 
 def feed(tr, line, t):

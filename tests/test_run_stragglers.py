@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gcm_checks.run import shared
-from gcm_checks.run.stragglers import TaskRate, explain, judge, task_rate
+from gcm_checks.wrapper import shared
+from gcm_checks.wrapper.stragglers import TaskRate, explain, judge, task_rate
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -54,7 +54,7 @@ def test_task_rate_needs_enough_samples_over_the_window():
 
 
 def test_gpu_sample_reads_clocks_and_power_under_deadlines():
-    from gcm_checks.run.stragglers import sample_gpus
+    from gcm_checks.wrapper.stragglers import sample_gpus
     from gcm_checks.sim.fake_nvml import FakeNvml
 
     scen = {"gpus": [{"index": 0, "pci_bus_id": "00000000:18:00.0", "temperature_c": 50},
@@ -140,7 +140,7 @@ def test_task_0_names_the_slow_node_while_the_job_runs(tmp_path):
                    GCM_RUN_TICK="0.1", GCM_RUN_STATUS_INTERVAL="0.2", XDG_CACHE_HOME=str(tmp_path / "cache"))
         if task == 2:
             env["GCM_RUN_SIMULATE"] = str(scen)
-        argv = [PY, "-m", "gcm_checks.run_cli", "--log", str(tmp_path / f"task{task}.log"), "--no-comment",
+        argv = [PY, "-m", "gcm_checks.gcm_run_cli", "--log", str(tmp_path / f"task{task}.log"), "--no-comment",
                 "--notify", "never", "--straggler-window", "3s", "--", PY, str(child), str(rate), "12" if task == 0 else "10"]
         procs.append(subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
     status = tmp_path / "task0.log.status.json"
@@ -179,7 +179,7 @@ class Snap:
 
 
 def test_a_node_that_straggles_again_is_an_admin_event_not_a_drain(tmp_path, monkeypatch):
-    from gcm_checks.run import stragglers as sg
+    from gcm_checks.wrapper import stragglers as sg
 
     events = []
     env = {"SLURM_JOB_ID": "9", "SLURM_PROCID": "0", "SLURMD_NODENAME": "n0", "GCM_RUN_SHARED_DIR": str(tmp_path / "sh")}
@@ -208,7 +208,7 @@ def test_a_node_that_straggles_again_is_an_admin_event_not_a_drain(tmp_path, mon
 
 
 def test_admin_event_writes_a_log_line_and_a_prometheus_sample(tmp_path, monkeypatch):
-    from gcm_checks.run import stragglers as sg
+    from gcm_checks.wrapper import stragglers as sg
 
     monkeypatch.setenv("GCM_RUN_METRICS_DIR", str(tmp_path))
     monkeypatch.setenv("SLURM_JOB_ID", "77")

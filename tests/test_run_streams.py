@@ -39,7 +39,7 @@ def test_hf_trainer_bar_and_loss_dicts_on_two_streams(tmp_path, pty):
         m1, s1 = ptymod.openpty()
         m2, s2 = ptymod.openpty()
         out, err, fds = s1, s2, [m1, m2, s1, s2]
-    r = subprocess.run([PY, "-m", "gcm_checks.run_cli", "--log", str(tmp_path / "hf.log"), "--notify", "never",
+    r = subprocess.run([PY, "-m", "gcm_checks.gcm_run_cli", "--log", str(tmp_path / "hf.log"), "--notify", "never",
                         "--pty", pty, "--", PY, "-c", HF_CHILD], env=env, cwd=tmp_path, stdout=out, stderr=err, timeout=60)
     for fd in fds:
         os.close(fd)

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from gcm_checks.run import comment as cm
-from gcm_checks.run.progress import ProgressEvent, Snapshot, Tracker
-from gcm_checks.run.watch import Watchdog, fmt_duration, parse_duration
+from gcm_checks.wrapper import comment as cm
+from gcm_checks.wrapper.progress import ProgressEvent, Snapshot, Tracker
+from gcm_checks.wrapper.watch import Watchdog, fmt_duration, parse_duration
 
 WALL0 = time.mktime((2026, 11, 27, 23, 2, 0, 0, 0, -1))  # Friday 23:02, local time
 

@@ -1,6 +1,6 @@
 """gcm-run end to end, with real child processes, for every exit path.
 
-The wrapper runs as a real process (``python -m gcm_checks.run_cli``) so that
+The wrapper runs as a real process (``python -m gcm_checks.gcm_run_cli``) so that
 signals, process groups and exit statuses are the kernel's, not a mock's.
 """
 
@@ -32,7 +32,7 @@ def env_for(tmp_path: Path, **extra: str) -> dict:
 
 
 def gcm_run(tmp_path: Path, *args: str, cmd, timeout: float = 60, env=None, **kw) -> subprocess.CompletedProcess:
-    argv = [PY, "-m", "gcm_checks.run_cli", *args, "--", *cmd]
+    argv = [PY, "-m", "gcm_checks.gcm_run_cli", *args, "--", *cmd]
     return subprocess.run(argv, cwd=tmp_path, env=env or env_for(tmp_path), capture_output=True,
                           timeout=timeout, **kw)
 
@@ -122,7 +122,7 @@ def test_as_root_a_planted_symlink_log_is_refused(tmp_path):
 def test_usage_errors_exit_2(tmp_path):
     assert gcm_run(tmp_path, "--stall-after", "soon", cmd=["true"]).returncode == 2
     assert gcm_run(tmp_path, "--kill-on-stall", cmd=["true"]).returncode == 2
-    r = subprocess.run([PY, "-m", "gcm_checks.run_cli"], cwd=tmp_path, env=env_for(tmp_path), capture_output=True)
+    r = subprocess.run([PY, "-m", "gcm_checks.gcm_run_cli"], cwd=tmp_path, env=env_for(tmp_path), capture_output=True)
     assert r.returncode == 2
 
 
@@ -131,7 +131,7 @@ def test_usage_errors_exit_2(tmp_path):
 
 def start_wrapper(tmp_path: Path, cmd, *args: str):
     log = tmp_path / "run.log"
-    argv = [PY, "-m", "gcm_checks.run_cli", "--log", str(log), "--notify", "never", *args, "--", *cmd]
+    argv = [PY, "-m", "gcm_checks.gcm_run_cli", "--log", str(log), "--notify", "never", *args, "--", *cmd]
     p = subprocess.Popen(argv, cwd=tmp_path, env=env_for(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     # Wait until the child itself says it is ready (its handlers installed).
     deadline = time.monotonic() + 30
@@ -243,7 +243,7 @@ def test_huge_output_is_logged_whole_with_constant_memory(tmp_path):
             out.write(chunk)
         out.flush()
     """
-    argv = [PY, "-m", "gcm_checks.run_cli", "--log", str(log), "--", *py(code)]
+    argv = [PY, "-m", "gcm_checks.gcm_run_cli", "--log", str(log), "--", *py(code)]
     with open(os.devnull, "wb") as devnull:
         p = subprocess.Popen(argv, cwd=tmp_path, env=env_for(tmp_path), stdout=devnull, stderr=subprocess.PIPE)
         peak_kb = 0
@@ -287,7 +287,7 @@ def test_child_output_is_unbuffered(tmp_path):
         time.sleep(30)
     """
     log = tmp_path / "run.log"
-    argv = [PY, "-m", "gcm_checks.run_cli", "--log", str(log), "--", *py(code)]
+    argv = [PY, "-m", "gcm_checks.gcm_run_cli", "--log", str(log), "--", *py(code)]
     env = env_for(tmp_path)
     env.pop("PYTHONUNBUFFERED", None)
     p = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -305,7 +305,7 @@ def test_pty_gives_the_child_a_terminal_and_keeps_bytes_exact(tmp_path):
 
     log = tmp_path / "run.log"
     code = 'import sys; sys.stdout.write(f"tty={sys.stdout.isatty()}\\n 10%|#  | 1/10 [00:01<00:09]\\r 20%|## | 2/10 [00:02<00:08]\\r\\n")'
-    argv = [PY, "-m", "gcm_checks.run_cli", "--log", str(log), "--", *py(code)]
+    argv = [PY, "-m", "gcm_checks.gcm_run_cli", "--log", str(log), "--", *py(code)]
     master, slave = pty.openpty()
     p = subprocess.Popen(argv, cwd=tmp_path, env=env_for(tmp_path), stdout=slave, stderr=slave)
     os.close(slave)

@@ -2,7 +2,7 @@
 
 Reads the status files that ``gcm-run`` keeps next to each log, found through
 the per-user index (``~/.local/state/gcm-run/active``, ``GCM_RUN_INDEX``) or
-given directly. Thin: the data comes from ``gcm_checks.run.status``.
+given directly. Thin: the data comes from ``gcm_checks.wrapper.status``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
-    from gcm_checks.run import status as st
+    from gcm_checks.wrapper import status as st
 
     extra: List[str] = []
     for p in args.paths:
@@ -68,7 +68,7 @@ def _clean(text: object, limit: int = 40) -> str:
 
 
 def render(runs: List[dict], *, width: int = 20, now: float) -> List[str]:
-    from gcm_checks.run.watch import fmt_duration
+    from gcm_checks.wrapper.watch import fmt_duration
 
     rows = []
     for r in runs:

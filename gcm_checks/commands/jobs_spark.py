@@ -18,6 +18,6 @@ def loss_sparkline(progress: Mapping[str, Any], width: int = SPARK_WIDTH) -> str
 
 def slow_text(run: Mapping[str, Any]) -> str:
     """``gpu-n2 -23%`` for each straggler task 0 named."""
-    from gcm_checks.run.comment import straggler_text
+    from gcm_checks.wrapper.comment import straggler_text
 
     return straggler_text([s for s in run.get("stragglers") or () if isinstance(s, Mapping)]).replace("slow: ", "")

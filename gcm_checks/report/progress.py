@@ -178,7 +178,7 @@ def _where(p: Mapping[str, Any]) -> str:
 
 
 def _dur(s: Any) -> str:
-    from gcm_checks.run.watch import fmt_duration
+    from gcm_checks.wrapper.watch import fmt_duration
 
     return fmt_duration(float(s)) if isinstance(s, (int, float)) else "?"
 

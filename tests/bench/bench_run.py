@@ -105,7 +105,7 @@ def measure(kind: str, rate: int, secs: float, *, use_pty: bool = False, extra: 
         child.write_text(CHILD)
         log = Path(d) / "run.log"
         env = dict(os.environ, PYTHONPATH=str(REPO), GCM_RUN_INDEX=str(Path(d) / "index"))
-        argv = [sys.executable, "-m", "gcm_checks.run_cli", "--log", str(log), "--notify", "never", *extra,
+        argv = [sys.executable, "-m", "gcm_checks.gcm_run_cli", "--log", str(log), "--notify", "never", *extra,
                 "--", sys.executable, str(child), kind, str(rate), str(secs)]
         master = None
         if use_pty:
@@ -200,7 +200,7 @@ def burst(size: float, use_pty: bool) -> dict:
         env = dict(os.environ, PYTHONPATH=str(REPO), GCM_RUN_INDEX=str(Path(d) / "idx"))
         cmd = f"{sys.executable} {prod} {int(size)}"
         tools = {"tee": ["sh", "-c", f"{cmd} | tee {log}"],
-                 "gcm": [sys.executable, "-m", "gcm_checks.run_cli", "--log", str(log), "--notify", "never",
+                 "gcm": [sys.executable, "-m", "gcm_checks.gcm_run_cli", "--log", str(log), "--notify", "never",
                          "--pty", "always" if use_pty else "never", "--", sys.executable, str(prod), str(int(size))]}
         if use_pty:
             tools["script"] = ["script", "-qfec", cmd, str(log)]

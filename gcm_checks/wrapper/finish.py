@@ -12,7 +12,7 @@ import os
 import threading
 from typing import Any, Dict, Mapping, Optional
 
-from gcm_checks.run import status as st
+from gcm_checks.wrapper import status as st
 
 # The wrapper and its alerts are passed in, never imported: launcher imports
 # this module, and this module must not import launcher (no import circle).
@@ -101,7 +101,7 @@ def summary_line(report: dict) -> str:
 
 
 def finish_run(w: "Wrapper") -> None:
-    from gcm_checks.run.comment import format_comment
+    from gcm_checks.wrapper.comment import format_comment
 
     skip = not_notifying(w.env)
     if not skip and in_slurm_job(w.env):
@@ -203,7 +203,7 @@ def default_notifier(payload: dict, kind: str) -> dict:
     is a few sentences. gcm-run has already applied ``--notify``.
     """
     try:
-        from gcm_checks.run import notice
+        from gcm_checks.wrapper import notice
     except ImportError as e:  # pragma: no cover - notify/report not installed
         return {"sent": False, "why": f"notification module not available ({e}); report kept on disk"}
     from gcm_checks import config
@@ -225,7 +225,7 @@ def alert_job(payload: Mapping[str, Any], env: Mapping[str, str]) -> Any:
     """The job an alert is about: the Slurm job (its key: id + requeue
     count), or the run itself outside Slurm."""
     if not env.get("SLURM_JOB_ID"):
-        from gcm_checks.run.notice import job_for_run
+        from gcm_checks.wrapper.notice import job_for_run
 
         return job_for_run(payload, env)
     from gcm_checks.report.model import JobInfo

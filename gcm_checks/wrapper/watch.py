@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from gcm_checks.run.progress import Snapshot, loss_is_bad
+from gcm_checks.wrapper.progress import Snapshot, loss_is_bad
 
 
 @dataclass(frozen=True)

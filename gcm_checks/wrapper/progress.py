@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from gcm_checks.run.formats import (PARSERS, ProgressEvent, finite, loss_is_bad, parse_gcm, parse_generic,
+from gcm_checks.wrapper.formats import (PARSERS, ProgressEvent, finite, loss_is_bad, parse_gcm, parse_generic,
                                     parse_hf_dict, parse_line, parse_megatron, parse_rich, parse_tqdm, to_float)
 
 # Re-exported: tests and tools import the parsers from here (they lived here).

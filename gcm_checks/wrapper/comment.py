@@ -15,8 +15,8 @@ import threading
 import time
 from typing import Callable, Dict, Optional, Sequence
 
-from gcm_checks.run.progress import Snapshot
-from gcm_checks.run.watch import fmt_duration
+from gcm_checks.wrapper.progress import Snapshot
+from gcm_checks.wrapper.watch import fmt_duration
 
 PREFIX = "gcm:"
 MAX_LEN = 120  # squeue %k shows what fits; slurmctld keeps it in every job record

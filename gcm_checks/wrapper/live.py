@@ -13,7 +13,7 @@ import time
 import uuid
 from typing import Any, Dict, Mapping, Optional
 
-from gcm_checks.run import status as st
+from gcm_checks.wrapper import status as st
 
 
 def user_name(env: Dict[str, str]) -> str:

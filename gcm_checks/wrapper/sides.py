@@ -12,7 +12,7 @@ import signal
 import time
 from typing import Any
 
-from gcm_checks.run.streams import say
+from gcm_checks.wrapper.streams import say
 
 
 def on_alert(w: Any, alert: Any) -> None:
@@ -44,13 +44,13 @@ def on_alert(w: Any, alert: Any) -> None:
 
 
 def _notify(w: Any, alert: Any) -> None:
-    from gcm_checks.run.finish import notify_event
+    from gcm_checks.wrapper.finish import notify_event
 
     notify_event(w, alert)
 
 
 def start_comment_poster(w: Any) -> None:
-    from gcm_checks.run import comment as cm
+    from gcm_checks.wrapper import comment as cm
 
     info = w.state.comment_info
     if w.opts.comment == "off":

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from gcm_checks.run import shared
+from gcm_checks.wrapper import shared
 
 SAMPLES_KEPT = 120  # per task file; with a 10 s interval that is 20 minutes
 DEFAULT_INTERVAL_S = 10.0

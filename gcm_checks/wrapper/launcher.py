@@ -25,12 +25,12 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
-from gcm_checks.run import guard, live
-from gcm_checks.run import status as st
-from gcm_checks.run import streams as sio
-from gcm_checks.run.options import RunOptions, RunState  # noqa: F401 - RunOptions is public here
-from gcm_checks.run.progress import ChunkScanner, Tracker
-from gcm_checks.run.watch import Alert, Watchdog
+from gcm_checks.wrapper import guard, live
+from gcm_checks.wrapper import status as st
+from gcm_checks.wrapper import streams as sio
+from gcm_checks.wrapper.options import RunOptions, RunState  # noqa: F401 - RunOptions is public here
+from gcm_checks.wrapper.progress import ChunkScanner, Tracker
+from gcm_checks.wrapper.watch import Alert, Watchdog
 
 # Slurm sends SIGTERM at the time limit (then SIGKILL after KillWait) and
 # USR1/USR2 early with ``sbatch --signal``; HUP when a terminal goes away.
@@ -411,7 +411,7 @@ class Wrapper:
         if self.sentinel is not None and self.proc is not None:
             self.sentinel.watch_pids(guard.adopted_children(self.proc.pid))
         if self._poster is not None:
-            from gcm_checks.run.comment import format_comment
+            from gcm_checks.wrapper.comment import format_comment
 
             slow = self.stragglers.current() if self.stragglers is not None else []
             self._poster.offer(format_comment(snap, alert=self._current_alert(), now_mono=now,
@@ -429,12 +429,12 @@ class Wrapper:
         return ""
 
     def _on_alert(self, alert: Alert) -> None:
-        from gcm_checks.run.sides import on_alert
+        from gcm_checks.wrapper.sides import on_alert
 
         on_alert(self, alert)
 
     def _start_comment_poster(self) -> None:
-        from gcm_checks.run.sides import start_comment_poster
+        from gcm_checks.wrapper.sides import start_comment_poster
 
         start_comment_poster(self)
 
@@ -444,7 +444,7 @@ class Wrapper:
         return live.status_dict(self, state)
 
     def _start_stragglers(self) -> None:
-        from gcm_checks.run import stragglers
+        from gcm_checks.wrapper import stragglers
 
         try:
             self.stragglers = stragglers.from_wrapper(self)
@@ -470,7 +470,7 @@ class Wrapper:
     def _finish(self, code: int) -> int:
         self.state.exit_code = code
         self.state.ended_wall = time.time()
-        from gcm_checks.run.finish import finish_run
+        from gcm_checks.wrapper.finish import finish_run
 
         try:
             finish_run(self)

@@ -1,6 +1,6 @@
 """``gcm-run [options] -- CMD ARGS...``: wrap a training command.
 
-Parse, build ``RunOptions``, hand over to ``gcm_checks.run.launcher``. The
+Parse, build ``RunOptions``, hand over to ``gcm_checks.wrapper.launcher``. The
 exit status is the child's (N, or 128+signal); 2 means gcm-run itself could
 not start (bad options, no log) and nothing was launched.
 """
@@ -90,10 +90,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("gcm-run: no command given (put it after --)", file=sys.stderr)
         return EXIT_USAGE
 
-    from gcm_checks.run.comment import DEFAULT_INTERVAL_S, interval_from_env
-    from gcm_checks.run.finish import normalize_policy
-    from gcm_checks.run.launcher import RunOptions, run_wrapped
-    from gcm_checks.run.watch import parse_duration
+    from gcm_checks.wrapper.comment import DEFAULT_INTERVAL_S, interval_from_env
+    from gcm_checks.wrapper.finish import normalize_policy
+    from gcm_checks.wrapper.launcher import RunOptions, run_wrapped
+    from gcm_checks.wrapper.watch import parse_duration
 
     env = os.environ
     try:
