@@ -20,9 +20,12 @@ recent; a node in no partition is judged against the whole cluster.
 from __future__ import annotations
 
 import time
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 from gcm_checks import slurm
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 
 def judge(census: List["slurm.CensusEntry"], node: str, check: str, *, share: Optional[float], count: Optional[int],
@@ -43,12 +46,12 @@ def judge(census: List["slurm.CensusEntry"], node: str, check: str, *, share: Op
     return None
 
 
-def engaged(settings: Any, node: str, check: str, *, log: Any = None, backend: Any = None,
+def engaged(settings: "Settings", node: str, check: str, *, log: Any = None, backend: Any = None,
             now: Optional[float] = None) -> Optional[str]:
     """Read the census (one Slurm call) and judge. A census that cannot be
     read never brakes: the brake must not stop a real drain."""
-    share = settings.get("slurm.brake_share")
-    count = settings.get("slurm.brake_count")
+    share = settings.slurm.brake_share
+    count = settings.slurm.brake_count
     if share is None and count is None:
         return None
     backend = backend or slurm.backend_from_settings(settings, log=log)
@@ -59,7 +62,7 @@ def engaged(settings: Any, node: str, check: str, *, log: Any = None, backend: A
             log.warning("brake_census_failed", error=str(e))
         return None
     why = judge(census, node, check, share=share, count=count,
-                window_s=float(settings.get("slurm.brake_window_s") or 900.0), now=time.time() if now is None else now)
+                window_s=settings.slurm.brake_window_s, now=time.time() if now is None else now)
     if why is not None:
         why = f"suspected cluster-wide cause: {why}"
     return why
