@@ -6,7 +6,7 @@ run; the run passes it down. Each area reads its own section as attributes
 default lives only in the schema (``config/schema.py``), never here and never
 at a call site. The section types name and type the keys (a test keeps them
 equal to the schema) and read the values straight from the resolved dict, so
-building them costs nothing at start-up: no dataclass machinery, no copying.
+building them costs next to nothing at start-up: no dataclass machinery, no copying.
 
 Tests build settings with ``gcm_checks.testing.settings(...)``.
 """
@@ -286,7 +286,7 @@ class Settings:
     node: str = ""
     matched_sections: List[int] = field(default_factory=list)
     config_error: Optional[str] = None  # set when the config was broken and defaults run
-    _sections: Dict[str, Section] = field(default_factory=dict, repr=False, compare=False)
+    _sections: Dict[str, Section] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # One typed view per section (ClassVar: not constructor fields).
 
