@@ -111,7 +111,8 @@ def settings(data: Any = None, *, node: str = "n1", **overrides: Any):
     """Settings as the node ``node`` resolves them (``config.resolve``): the
     schema's defaults, then ``data`` (a parsed config file, ``nodes:``
     sections included; or Settings a test built before, to change a few
-    keys), then ``overrides`` on top. An override is a whole
+    keys), then ``overrides`` on top. A key with a dot, in ``data`` or in
+    ``overrides``, names one setting (``{"infiniband.sysfs_root": d}``). An override is a whole
     section (``gpu={"count": 4}``, merged into the file's), a top-level key
     (``report_only=True``) or a dotted key (``**{"report.spool_dir": d}``).
     Validated like a real file, so a misspelt key fails the test."""
@@ -121,8 +122,9 @@ def settings(data: Any = None, *, node: str = "n1", **overrides: Any):
 
     if isinstance(data, config.Settings):
         data = {k: v for k, v in data.data.items() if k != "nodes"}  # already resolved for its node
-    merged: Dict = copy.deepcopy(dict(data or {}))
-    for name, value in overrides.items():
+    dotted = {k: v for k, v in (data or {}).items() if "." in k}
+    merged: Dict = copy.deepcopy({k: v for k, v in (data or {}).items() if "." not in k})
+    for name, value in {**dotted, **overrides}.items():
         head, _, rest = name.partition(".")
         if rest:
             cur = merged.setdefault(head, {})

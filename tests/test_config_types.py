@@ -98,3 +98,27 @@ def test_broken_config_still_gives_typed_defaults_in_report_only(tmp_path):
     assert err is not None and err.key == "report.spool_dir" and err.source == str(p)
     assert s.report_only is True and s.log_path == "/tmp/x.log"
     assert s.report.spool_dir == config.SCHEMA["report"]["spool_dir"].default
+
+
+def test_one_report_run_parses_the_channel_table_once(tmp_path, monkeypatch):
+    """Issue 16: ReportSettings.coerce ran 8 times and NotifySettings.coerce 5
+    times in one assemble_and_notify; the typed settings are built once and
+    the channel table is parsed once per run, however many steps read it."""
+    from gcm_checks import report
+    from gcm_checks.notify import config as notify_config
+    from gcm_checks.report.model import JobInfo
+
+    calls = []
+    real = notify_config.Channel.from_mapping.__func__
+    monkeypatch.setattr(notify_config.Channel, "from_mapping",
+                        classmethod(lambda cls, m: calls.append(m["name"]) or real(cls, m)))
+    s = testing.settings(report={"spool_dir": str(tmp_path / "sp"), "report_dir": str(tmp_path / "rp"),
+                                 "outbox_dir": str(tmp_path / "ob")},
+                         notify={"handoff": "queue", "policy": {"default": "always"},
+                                 "channels": [{"name": "a", "type": "webhook", "url": "http://127.0.0.1:9/a"},
+                                              {"name": "b", "type": "webhook", "url": "http://127.0.0.1:9/b"}]})
+    for job_id in ("1", "2"):
+        out = report.assemble_and_notify(JobInfo(job_id, nodes=("n1",), exit_status="1:0"), s, node="n1", budget_s=5,
+                                         evidence={})
+        assert out["assembled"] and set(out["queued"].values()) == {"queued"}, out
+    assert calls == ["a", "b"]
