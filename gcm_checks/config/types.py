@@ -351,7 +351,3 @@ class Settings:
                 return default
             cur = cur[part]
         return cur
-
-    def section(self, name: str) -> Dict[str, Any]:
-        v = self.data.get(name)
-        return v if isinstance(v, dict) else {}
