@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import copy
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from gcm_checks.config.schema import (  # noqa: F401  (the public names of gcm_checks.config)
     SCHEMA, STATUS_CHOICES, ConfigError, Key, _check_value, _describe, _validate_nodes, _validate_section,
