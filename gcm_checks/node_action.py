@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Optional
+from typing import Any, List, Optional, Tuple
 
 
 def _say(line: str) -> None:
@@ -31,6 +31,23 @@ def node_context(args: Any, settings: Any, **kw: Any) -> Any:
     report_only = bool(settings.get("report_only")) or bool(settings.get("slurm.report_only"))
     return NodeContext(report_only=report_only, dry_run=bool(getattr(args, "dry_run", False)),
                        config_error=getattr(settings, "config_error", None), **kw)
+
+
+def decide_and_drain(args: Any, settings: Any, node: str, ctx: Any, results: List[Any], mode: str,
+                     log: Any) -> Tuple[Any, Optional[str]]:
+    """The prolog's and the epilog's one decide/apply step: decide, make the
+    drain it asks for, and decide again when the mass-drain brake held the
+    drain back - a suspected cluster-wide cause is unknown, no drain, no
+    requeue. Returns (decision, action); action is "braked" then.
+    """
+    from gcm_checks.decide import decide
+
+    decision = decide(results, mode, node_context(args, settings))
+    action = apply_decision(args, settings, node, ctx, decision, log)
+    if action and action.startswith("braked: "):
+        decision = decide(results, mode, node_context(args, settings, brake=action[len("braked: "):]))
+        action = "braked"
+    return decision, action
 
 
 def apply_decision(args: Any, settings: Any, node: str, ctx: Any, decision: Any, log: Any) -> Optional[str]:

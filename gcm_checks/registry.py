@@ -2,8 +2,10 @@
 
 A check is a small function over gathered facts that returns results. It never
 prints, exits, sleeps, drains or sends mail (STYLE.md practice 1). It declares
-which gatherer it needs ("gpu", "ib", "xid", "dcgm", ...); the runner gathers
-each needed area once, concurrently and under deadlines, then calls the checks.
+which gatherer it needs ("gpu", "ib", "xid", "dcgm", ...); the suite
+(gcm_checks.suite) gathers each needed area once, concurrently and under
+deadlines, then calls the checks through ``run_check``, which stamps the
+check's id on its results.
 
 Check modules are imported by ``gcm_checks.checks.load_all`` - one place to grep.
 """
@@ -15,12 +17,16 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, List
 
 from gcm_checks.result import CheckResult
 
-TAGS = frozenset({"prolog", "epilog", "health", "qualify"})
+# The four suites; a check tagged with all of them runs wherever a GPU node
+# is judged (the GPU checks).
+EVERY_SUITE = ("prolog", "epilog", "health", "qualify")
+TAGS = frozenset(EVERY_SUITE)
 
 # fn(facts, settings) -> list of results. ``settings`` is the resolved node
 # configuration (gcm_checks.config.Settings).
 CheckFn = Callable[[Any, Any], List[CheckResult]]
-# gatherer(ctx) -> facts. ``ctx`` is gcm_checks.runner.Context.
+# gatherer(ctx) -> facts. ``ctx`` is gcm_checks.suite.Context; only gatherers
+# see it, checks get the facts.
 GatherFn = Callable[[Any], Any]
 
 
@@ -50,6 +56,21 @@ def register(check_id: str, *, tags: Iterable[str], needs: str) -> Callable[[Che
         return fn
 
     return deco
+
+
+def run_check(spec: CheckSpec, facts: Any, settings: Any) -> List[CheckResult]:
+    """Call one check as every suite does: its results carry the row's id
+    (a check says only what it found), and an exception in it - our bug - is
+    ``unknown``, never a drain."""
+    from dataclasses import replace
+
+    from gcm_checks.result import unknown
+
+    try:
+        out = spec.fn(facts, settings)
+    except Exception as e:  # noqa: BLE001 - our bug is "unknown", never a drain
+        return [unknown(spec.id, f"internal error in check: {type(e).__name__}: {e}")]
+    return [r if r.check == spec.id else replace(r, check=spec.id) for r in out]
 
 
 def gatherer(name: str) -> Callable[[GatherFn], GatherFn]:

@@ -31,7 +31,7 @@ _RANK = {Status.PASS: 0, Status.WARN: 1, Status.UNKNOWN: 2, Status.FAIL: 3}
 
 @dataclass(frozen=True)
 class CheckResult:
-    check: str  # stable id, e.g. "gpu.ecc.uncorrectable"
+    check: str  # stable id, e.g. "gpu.ecc.uncorrectable"; stamped by the suite for a check's results
     status: Status
     message: str  # what a human should know / do
     subject: str = ""  # "GPU 3 (00000000:3B:00.0)", "mlx5_2 port 1", "" = node
@@ -66,6 +66,29 @@ def failed(check: str, message: str, subject: str = "", **details: Any) -> Check
 
 def unknown(check: str, message: str, subject: str = "", **details: Any) -> CheckResult:
     return CheckResult(check, Status.UNKNOWN, message, subject, details=details)
+
+
+# Inside a check: a check says only what it found; the suite stamps the id
+# of the registry row that ran it (registry.run_check), so an id is written
+# once, in the row. The four above are for results made outside a check
+# (a gather error, a report).
+
+
+def ok(message: str, subject: str = "", **details: Any) -> CheckResult:
+    return CheckResult("", Status.PASS, message, subject, details=details)
+
+
+def warn(message: str, subject: str = "", **details: Any) -> CheckResult:
+    return CheckResult("", Status.WARN, message, subject, details=details)
+
+
+def fail(message: str, subject: str = "", **details: Any) -> CheckResult:
+    return CheckResult("", Status.FAIL, message, subject, details=details)
+
+
+def cannot_tell(message: str, subject: str = "", **details: Any) -> CheckResult:
+    """``unknown``: we could not tell; never drains."""
+    return CheckResult("", Status.UNKNOWN, message, subject, details=details)
 
 
 def verdict(results: Iterable[CheckResult]) -> Status:

@@ -140,6 +140,29 @@ def settings(data: Any = None, *, node: str = "n1", **overrides: Any):
     return config.resolve(merged, node, "(test)")
 
 
+def context(settings_: Any = None, state_dir: Any = None, **kw: Any):
+    """The suite's context (``suite.Context``) a gatherer is handed, on real
+    (not simulated) hardware paths: ``settings_`` (default: ``settings()``),
+    ``state_dir``, and any other field (``sim=``, ``window=``, ``dry_run=``)."""
+    from pathlib import Path
+
+    from gcm_checks.suite import Context
+
+    s = settings_ if settings_ is not None else settings()
+    return Context(settings=s, node=getattr(s, "node", "") or "n1",
+                   state_dir=Path(state_dir) if state_dir is not None else Path("/nonexistent/gcm-state"), **kw)
+
+
+def run_checks(facts: Any, settings_: Any, *check_ids: str) -> list:
+    """The registered checks ``check_ids`` over ``facts``, called as the suite
+    calls them (``registry.run_check``): each result carries its check's id."""
+    from gcm_checks.checks import load_all
+    from gcm_checks.registry import CHECKS, run_check
+
+    load_all()
+    return [r for cid in check_ids for r in run_check(CHECKS[cid], facts, settings_)]
+
+
 def gpu(index: int = 0, **fields):
     """One healthy GPU's NVML snapshot (``gather.nvml.GpuSnapshot``): no ECC
     errors, nothing pending, 35 C, PCIe gen 5 x16 (gen 1 now: idle),

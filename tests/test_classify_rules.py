@@ -184,6 +184,8 @@ CASES = [
      "[rank0]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 0] Heartbeat monitor timed out! Process will be terminated after dumping debug info."),
     ("nccl.socket", "nccl_comm",
      "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.2]:2763"),
+    ("nccl.socket", "nccl_comm",
+     "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:799] connect [10.0.0.2]:29500: No route to host"),
     ("train.loss_nan", "numeric_divergence", "[2024-01-01 10:00:00] ERROR NaN detected in loss at iteration 4410, stopping"),
     ("io.errno", "storage_io", "[88211.1] LustreError: 11-0: scratch-OST0007-osc: operation ost_write to node 10.1.1.7@o2ib failed: rc = -107"),
     ("py.import_error", "import_env",

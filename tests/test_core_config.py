@@ -109,7 +109,7 @@ def test_node_name_prefers_slurmd_nodename():
 
 def test_severity_override_applies_only_to_non_pass():
     from gcm_checks.result import Status, failed, passed, unknown
-    from gcm_checks.runner import _apply_severity
+    from gcm_checks.suite import _apply_severity
 
     over = {"gpu.throttle": "pass", "gpu.count": "warn"}
     assert _apply_severity(failed("gpu.count", "x"), over).status is Status.WARN

@@ -186,7 +186,7 @@ def test_with_job_facts_fills_only_empty_fields():
 
 def test_deeper_dcgm_level_only_when_the_budget_holds_it():
     from gcm_checks import config
-    from gcm_checks.commands.epilog import dcgm_level_after_failure
+    from gcm_checks.epilog import dcgm_level_after_failure
     from gcm_checks.logs import NullLog
 
     s = config.resolve({}, "n1")  # dcgm_level_after_failure: 2 (about 2 minutes)

@@ -4,63 +4,52 @@ the fake that speaks pynvml's API."""
 
 import pytest
 
-from gcm_checks import config
+from gcm_checks import config, testing
 from gcm_checks.checks import gpu as g
 from gcm_checks.gather import nvml
 from gcm_checks.gather.nvml import GpuFacts, GpuSnapshot
 from gcm_checks.result import Status
 from gcm_checks.sim.fake_nvml import ERROR_CODES, FakeNvml
 
-BUS = "00000000:3B:00.0"
-
-
 def settings(**gpu):
-    return config.resolve({"gpu": {"count": 2, **gpu}}, "n1")
+    return testing.settings(gpu={"count": 2, **gpu})
 
 
-def facts(*snaps, **kw):
-    return GpuFacts(count=len(snaps), gpus=tuple(snaps), driver_version="550", **kw)
-
-
-def healthy(i=0, **kw):
-    base = dict(index=i, pci_bus_id=BUS, ecc_uncorrected_volatile=0, retired_pages_pending=False, remap_pending=False,
-                remap_failure=False, temperature_c=35, pcie_gen=1, pcie_width=16, pcie_max_gen=5, pcie_max_width=16,
-                throttle_reasons=("gpu_idle",), persistence_mode=True)
-    base.update(kw)
-    return GpuSnapshot(**base)
+# Facts come from gcm_checks.testing: a healthy snapshot, fields overridden.
+facts, healthy = testing.gpu_facts, testing.gpu
 
 
 CASES = [
-    # (check fn, snapshot overrides, settings, expected status, text in message)
-    (g.check_ecc, {"ecc_uncorrected_volatile": 0}, {}, Status.PASS, "no uncorrectable"),
-    (g.check_ecc, {"ecc_uncorrected_volatile": 2}, {}, Status.FAIL, "2 uncorrectable ECC"),
-    (g.check_ecc, {"ecc_uncorrected_volatile": 2}, {"ecc_uncorrected_max": 5}, Status.PASS, ""),
-    (g.check_ecc, {"ecc_uncorrected_volatile": None}, {}, Status.PASS, ""),  # not supported (e.g. no ECC)
-    (g.check_retired_pages, {"retired_pages_pending": True}, {}, Status.FAIL, "reset the GPU"),
-    (g.check_row_remap, {"remap_pending": True}, {}, Status.FAIL, "pending"),
-    (g.check_row_remap, {"remap_failure": True}, {}, Status.FAIL, "RMA"),
-    (g.check_pcie, {"pcie_width": 8}, {}, Status.FAIL, "x8 of x16"),
-    (g.check_pcie, {"pcie_gen": 1, "pcie_width": 16}, {}, Status.PASS, ""),  # idle gen drop is normal
-    (g.check_temperature, {"temperature_c": 91}, {}, Status.FAIL, "91 C"),
-    (g.check_temperature, {"temperature_c": 91}, {"temperature_max_c": 95}, Status.PASS, ""),
-    (g.check_throttle, {"throttle_reasons": ("hw_thermal_slowdown",)}, {}, Status.WARN, "hw_thermal_slowdown"),
-    (g.check_throttle, {"throttle_reasons": ("hw_power_brake_slowdown",)}, {}, Status.WARN, "power"),
-    (g.check_throttle, {"throttle_reasons": ("sw_power_cap", "gpu_idle")}, {}, Status.PASS, ""),
-    (g.check_persistence, {"persistence_mode": False}, {}, Status.WARN, "persistence"),
-    (g.check_processes, {"processes": ({"pid": 77, "used_memory_mib": 1024},)}, {}, Status.WARN, "pid 77"),
-    (g.check_processes, {"processes": ({"pid": 77, "used_memory_mib": 1024},)}, {"leftover_processes": "fail"}, Status.FAIL, "pid 77"),
-    (g.check_ecc, {"errors": {"ecc": "NVML_ERROR_UNKNOWN: x"}}, {}, Status.UNKNOWN, "could not read ecc"),
+    # (check id, snapshot overrides, settings, expected status, text in message)
+    ("gpu.ecc.uncorrectable", {"ecc_uncorrected_volatile": 0}, {}, Status.PASS, "no uncorrectable"),
+    ("gpu.ecc.uncorrectable", {"ecc_uncorrected_volatile": 2}, {}, Status.FAIL, "2 uncorrectable ECC"),
+    ("gpu.ecc.uncorrectable", {"ecc_uncorrected_volatile": 2}, {"ecc_uncorrected_max": 5}, Status.PASS, ""),
+    ("gpu.ecc.uncorrectable", {"ecc_uncorrected_volatile": None}, {}, Status.PASS, ""),  # not supported (e.g. no ECC)
+    ("gpu.retired_pages.pending", {"retired_pages_pending": True}, {}, Status.FAIL, "reset the GPU"),
+    ("gpu.row_remap", {"remap_pending": True}, {}, Status.FAIL, "pending"),
+    ("gpu.row_remap", {"remap_failure": True}, {}, Status.FAIL, "RMA"),
+    ("gpu.pcie.width", {"pcie_width": 8}, {}, Status.FAIL, "x8 of x16"),
+    ("gpu.pcie.width", {"pcie_gen": 1, "pcie_width": 16}, {}, Status.PASS, ""),  # idle gen drop is normal
+    ("gpu.temperature", {"temperature_c": 91}, {}, Status.FAIL, "91 C"),
+    ("gpu.temperature", {"temperature_c": 91}, {"temperature_max_c": 95}, Status.PASS, ""),
+    ("gpu.throttle", {"throttle_reasons": ("hw_thermal_slowdown",)}, {}, Status.WARN, "hw_thermal_slowdown"),
+    ("gpu.throttle", {"throttle_reasons": ("hw_power_brake_slowdown",)}, {}, Status.WARN, "power"),
+    ("gpu.throttle", {"throttle_reasons": ("sw_power_cap", "gpu_idle")}, {}, Status.PASS, ""),
+    ("gpu.persistence_mode", {"persistence_mode": False}, {}, Status.WARN, "persistence"),
+    ("gpu.processes", {"processes": ({"pid": 77, "used_memory_mib": 1024},)}, {}, Status.WARN, "pid 77"),
+    ("gpu.processes", {"processes": ({"pid": 77, "used_memory_mib": 1024},)}, {"leftover_processes": "fail"}, Status.FAIL, "pid 77"),
+    ("gpu.ecc.uncorrectable", {"errors": {"ecc": "NVML_ERROR_UNKNOWN: x"}}, {}, Status.UNKNOWN, "could not read ecc"),
 ]
 
 
-@pytest.mark.parametrize("fn, over, cfg, status, text", CASES)
-def test_per_gpu_checks(fn, over, cfg, status, text):
-    out = fn(facts(healthy(0), healthy(1, **over)), settings(**cfg))
+@pytest.mark.parametrize("check_id, over, cfg, status, text", CASES)
+def test_per_gpu_checks(check_id, over, cfg, status, text):
+    out = testing.run_checks(facts(healthy(0), healthy(1, **over)), settings(**cfg), check_id)
     worst = max(out, key=lambda r: r.status.rank)
     assert worst.status is status, out
-    assert text in worst.message
+    assert text in worst.message and worst.check == check_id
     if status is not Status.PASS:
-        assert worst.subject == f"GPU 1 ({BUS})"
+        assert worst.subject == f"GPU 1 ({healthy(1).pci_bus_id})"
 
 
 def test_all_pass_collapses_to_one_line():

@@ -13,7 +13,7 @@ from typing import Any, Dict
 
 import pytest
 
-from gcm_checks import runner
+from gcm_checks import suite
 from gcm_checks.config import resolve
 from gcm_checks.gather import jobs
 from gcm_checks.result import Status
@@ -67,9 +67,9 @@ def _sim(tmp_path: Path, procs: Dict[int, Any]) -> Dict[str, Any]:
 
 def _processes(tmp_path, sim, tag="health", conf=None):
     settings = resolve(conf or {"gpu": {"leftover_processes": "fail"}}, "sim")
-    ctx = runner.Context(settings=settings, node="sim", sim=sim, state_dir=tmp_path / "state")
+    ctx = suite.Context(settings=settings, node="sim", sim=sim, state_dir=tmp_path / "state")
     try:
-        return [r for r in runner.run_suite(tag, ctx) if r.check == "gpu.processes"]
+        return [r for r in suite.run_suite(tag, ctx) if r.check == "gpu.processes"]
     finally:
         ctx.close()
 
@@ -115,9 +115,9 @@ def test_hardware_faults_on_other_gpus_still_fail_the_shared_prolog(tmp_path, no
     no_job.setenv("SLURM_JOB_ID", "900")
     no_job.setenv("SLURM_JOB_GPUS", "0")
     settings = resolve({}, "sim")
-    ctx = runner.Context(settings=settings, node="sim", sim=scenario.load("gpu-lost"), state_dir=tmp_path / "s")
+    ctx = suite.Context(settings=settings, node="sim", sim=scenario.load("gpu-lost"), state_dir=tmp_path / "s")
     try:
-        results = runner.run_suite("prolog", ctx)
+        results = suite.run_suite("prolog", ctx)
     finally:
         ctx.close()
     assert [(r.check, r.subject.split(" (")[0]) for r in results if r.status is Status.FAIL] == [("gpu.responsive", "GPU 3")]

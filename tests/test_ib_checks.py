@@ -5,42 +5,32 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Dict, List, Optional
 
 import pytest
 
+from gcm_checks import testing
 from gcm_checks.checks import ib as ibchecks
 from gcm_checks.gather import ib
 from gcm_checks.result import Status
 
 REAL_ROOT = Path(__file__).parent / "fixtures" / "ib" / "h100"
 
-CHECKS = [
-    ibchecks.check_hca_present,
-    ibchecks.check_port_state,
-    ibchecks.check_port_phys_state,
-    ibchecks.check_port_rate,
-    ibchecks.check_port_link_layer,
-    ibchecks.check_port_errors,
-]
+CHECKS = ("ib.hca.present", "ib.port.state", "ib.port.phys_state", "ib.port.rate", "ib.port.link_layer", "ib.port.errors")
 
 
-class _Settings:
-    def __init__(self, data: Optional[Dict[str, Any]] = None):
-        self.data = data or {}
-
-    def get(self, dotted: str, default: Any = None) -> Any:
-        return self.data.get(dotted, default)
-
-
-def _ctx(root: Path, state_dir: Optional[Path] = None, settings=None, **extra):
-    return SimpleNamespace(settings=_Settings({"infiniband.sysfs_root": str(root), **(settings or {})}), state_dir=state_dir, sim=None, **extra)
+def _ctx(root: Path, state_dir: Optional[Path] = None, **extra):
+    return testing.context(testing.settings({"infiniband.sysfs_root": str(root)}), state_dir, **extra)
 
 
 def _run_all(facts, settings: Dict[str, Any]) -> List:
-    s = _Settings(settings)
-    return [r for fn in CHECKS for r in fn(facts, s)]
+    """The port checks, run as the suite runs them (ids stamped), on settings
+    built from the schema (defaults included) by gcm_checks.testing."""
+    return testing.run_checks(facts, testing.settings(settings), *CHECKS)
+
+
+def _errors(facts, settings: Optional[Dict[str, Any]] = None) -> List:
+    return testing.run_checks(facts, testing.settings(settings), "ib.port.errors")
 
 
 def _port(device: str, **kw) -> Dict[str, Any]:
@@ -269,19 +259,19 @@ def _set_counter(root: Path, device: str, name: str, value: int) -> None:
 
 def test_growing_error_counters_warn_on_the_next_run(tmp_path):
     root, state = _ndr_node(tmp_path / "r", n=2), tmp_path / "state"
-    first = ibchecks.check_port_errors(ibchecks.gather_ib(_ctx(root, state)), _Settings())
+    first = _errors(ibchecks.gather_ib(_ctx(root, state)))
     assert [r.status for r in first] == [Status.PASS] and "baseline recorded" in first[0].message
     assert json.loads((state / ibchecks.BASELINE_FILE).read_text())["ports"]["mlx5_1/1"]["symbol_error"] == 0
 
     _set_counter(root, "mlx5_1", "symbol_error", 3)
     _set_counter(root, "mlx5_1", "port_rcv_data", 10**12)  # traffic is not an error
-    second = ibchecks.check_port_errors(ibchecks.gather_ib(_ctx(root, state)), _Settings())
+    second = _errors(ibchecks.gather_ib(_ctx(root, state)))
     assert [(r.subject, r.status) for r in second] == [("mlx5_1 port 1", Status.WARN)]
     assert second[0].details["grown"] == {"symbol_error": 3}
     assert "symbol_error +3" in second[0].message
 
     # nothing grew since the second run
-    third = ibchecks.check_port_errors(ibchecks.gather_ib(_ctx(root, state)), _Settings())
+    third = _errors(ibchecks.gather_ib(_ctx(root, state)))
     assert [r.status for r in third] == [Status.PASS]
 
 
@@ -300,8 +290,8 @@ def test_counter_growth_table(tmp_path, before, after, conf, warns):
     _set_counter(root, "mlx5_0", "symbol_error", before)
     ibchecks.gather_ib(_ctx(root, state))
     _set_counter(root, "mlx5_0", "symbol_error", after)
-    settings = _Settings({} if conf is None else {"infiniband.error_counters_warn": conf})
-    results = ibchecks.check_port_errors(ibchecks.gather_ib(_ctx(root, state)), settings)
+    settings = {} if conf is None else {"infiniband.error_counters_warn": conf}
+    results = _errors(ibchecks.gather_ib(_ctx(root, state)), settings)
     assert [r.status for r in results] == [Status.WARN if warns else Status.PASS]
 
 
@@ -311,7 +301,7 @@ def test_corrupt_baseline_starts_over(tmp_path):
     (state / ibchecks.BASELINE_FILE).write_text("{ half written")
     facts = ibchecks.gather_ib(_ctx(root, state))
     assert facts.baseline is None and "unreadable" in facts.baseline_note
-    assert [r.status for r in ibchecks.check_port_errors(facts, _Settings())] == [Status.PASS]
+    assert [r.status for r in _errors(facts)] == [Status.PASS]
     assert "ports" in json.loads((state / ibchecks.BASELINE_FILE).read_text())
 
 
@@ -320,7 +310,7 @@ def test_dry_run_does_not_move_the_baseline(tmp_path):
     ibchecks.gather_ib(_ctx(root, state))
     _set_counter(root, "mlx5_0", "link_downed", 1)
     ibchecks.gather_ib(_ctx(root, state, dry_run=True))
-    results = ibchecks.check_port_errors(ibchecks.gather_ib(_ctx(root, state)), _Settings())
+    results = _errors(ibchecks.gather_ib(_ctx(root, state)))
     assert [r.status for r in results] == [Status.WARN]
 
 
@@ -333,19 +323,19 @@ def test_unwritable_state_dir_is_noted_not_raised(tmp_path):
 
 
 # --------------------------------------------------------------------------
-# the runner's context and simulated scenarios
+# the suite's context and simulated scenarios
 
 
 def test_gatherer_prefers_the_context_sysfs_root(tmp_path):
     root = _ndr_node(tmp_path / "r", n=3)
-    ctx = _ctx(tmp_path / "elsewhere", tmp_path / "s", sysfs_root=lambda: str(root))
+    ctx = _ctx(tmp_path / "elsewhere", tmp_path / "s")
+    ctx._sysfs_root = str(root)  # what Context.sysfs_root() answers (a simulated tree, say)
     assert ibchecks.gather_ib(ctx).snapshot.devices == ("mlx5_0", "mlx5_1", "mlx5_2")
 
 
-def test_ib_port_down_scenario_through_the_runner_context(tmp_path):
-    runner = pytest.importorskip("gcm_checks.runner")
+def test_ib_port_down_scenario_through_the_suite_context(tmp_path):
     scenario = pytest.importorskip("gcm_checks.sim.scenario")
-    ctx = runner.Context(settings=_Settings(EIGHT_RAILS), node="sim", sim=scenario.load("ib-port-down"), state_dir=tmp_path)
+    ctx = testing.context(testing.settings(EIGHT_RAILS), tmp_path, sim=scenario.load("ib-port-down"))
     try:
         results = _run_all(ibchecks.gather_ib(ctx), EIGHT_RAILS)
     finally:
@@ -366,12 +356,12 @@ def test_ib_port_down_scenario_through_the_runner_context(tmp_path):
     ],
 )
 def test_expected_ports_table(settings, expected):
-    assert ibchecks.expected_ports(_Settings(settings)) == expected
+    assert ibchecks.expected_ports(testing.settings(settings)) == expected
 
 
 def test_malformed_expectation_is_an_error_not_a_silent_pass():
     with pytest.raises(ValueError, match="infiniband.expected"):
-        ibchecks.expected_ports(_Settings({"infiniband.expected": [{"ports": [1]}]}))
+        ibchecks.expected_ports(testing.settings({"infiniband.expected": [{"ports": [1]}]}))
 
 
 def test_logically_down_with_physical_link_up_points_at_the_subnet_manager(tmp_path):

@@ -16,7 +16,7 @@ import pytest
 from gcm_checks import slurm
 from gcm_checks.config import resolve
 from gcm_checks.qualify import levels
-from gcm_checks.qualify import run as qrun
+from gcm_checks.qualify import qualification as qrun
 from gcm_checks.result import Status, failed, passed, unknown
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

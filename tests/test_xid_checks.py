@@ -149,11 +149,11 @@ def test_health_mode_scans_since_the_last_scan(tmp_path):
 
 
 def test_simulated_node_kernel_log(tmp_path):
-    from gcm_checks import runner
+    from gcm_checks import suite
     from gcm_checks.sim.scenario import load
 
     settings = config.resolve({}, "node1")
-    ctx = runner.Context(settings=settings, node="node1", sim=load("gpu-lost"), state_dir=tmp_path,
+    ctx = suite.Context(settings=settings, node="node1", sim=load("gpu-lost"), state_dir=tmp_path,
                          window=(time.time() - 60, time.time()))
     facts, hw, _ = run_checks(ctx)
     assert facts.source == "simulation"
@@ -162,10 +162,10 @@ def test_simulated_node_kernel_log(tmp_path):
 
 
 def test_simulated_healthy_node_passes(tmp_path):
-    from gcm_checks import runner
+    from gcm_checks import suite
     from gcm_checks.sim.scenario import load
 
-    ctx = runner.Context(settings=config.resolve({}, "n"), node="n", sim=load("healthy"), state_dir=tmp_path)
+    ctx = suite.Context(settings=config.resolve({}, "n"), node="n", sim=load("healthy"), state_dir=tmp_path)
     _, hw, sw = run_checks(ctx)
     assert [r.status for r in hw + sw] == [Status.PASS, Status.PASS]
 

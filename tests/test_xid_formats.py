@@ -193,7 +193,7 @@ def test_fatal_sxid_fails_naming_switch_and_link_non_fatal_warns():
 def test_fatal_sxid_drain_reason_names_switch_and_link():
     from gcm_checks.slurm import make_drain_reason
 
-    (r, *_) = [r for r in xchecks.check_xid_nvswitch(_facts("xid79_with_followers.dmesg"), {})
+    (r, *_) = [r for r in _registered("xid.nvswitch", _facts("xid79_with_followers.dmesg"))
                if r.status.value == "fail"]
     reason = make_drain_reason(r.check, r.subject, r.message)
     assert reason.startswith("gcm: SXid 20034 nvswitch1 (xid.nvswitch)") and "link 48" in reason and "SXid 20034" in reason
@@ -262,3 +262,10 @@ def test_journal_source_reads_fallen_off_and_sxids(tmp_path):
     evs = list(xscan.scan_all(kl.read_journal(start, start + 60, timeout=10, journalctl=str(exe)), BUS_MAP))
     assert [(type(e).__name__, getattr(e, "xid", None) or getattr(e, "sxid", None)) for e in evs] == [
         ("XidEvent", 79), ("SxidEvent", 20034)]
+
+
+def _registered(check_id, facts):
+    """A check run as the suite runs it (gcm_checks.testing): its id stamped."""
+    from gcm_checks import testing
+
+    return testing.run_checks(facts, testing.settings(), check_id)

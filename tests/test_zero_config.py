@@ -10,7 +10,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from gcm_checks import runner
+from gcm_checks import suite
 from gcm_checks.config import resolve
 from gcm_checks.gather import ib, pci
 from gcm_checks.result import Status
@@ -113,9 +113,9 @@ def test_bad_pci_section_is_an_error(tmp_path, text):
 
 def _run(tmp_path: Path, sim: Dict[str, Any], config: Dict[str, Any] = None, tag: str = "prolog", dry_run=False):
     settings = resolve(config or {}, "sim")
-    ctx = runner.Context(settings=settings, node="sim", sim=sim, state_dir=tmp_path / "state", dry_run=dry_run)
+    ctx = suite.Context(settings=settings, node="sim", sim=sim, state_dir=tmp_path / "state", dry_run=dry_run)
     try:
-        return runner.run_suite(tag, ctx)
+        return suite.run_suite(tag, ctx)
     finally:
         ctx.close()
 
@@ -309,7 +309,7 @@ def test_a_failing_pci_read_costs_neither_the_gpu_nor_the_ib_facts(tmp_path, mon
     def boom(self):
         raise RuntimeError("odd sysfs")
 
-    monkeypatch.setattr(runner.Context, "pci_facts", boom)
+    monkeypatch.setattr(suite.Context, "pci_facts", boom)
     results = _run(tmp_path, scenario.load("gpu-lost"))
     assert not [r for r in results if r.check.endswith(".gather")]
     assert [(r.check, r.subject) for r in results if r.status is Status.FAIL] == [("gpu.responsive", "GPU 3")]

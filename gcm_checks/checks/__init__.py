@@ -12,7 +12,9 @@ from __future__ import annotations
 import importlib
 from typing import Optional
 
-ALL = frozenset({"prolog", "epilog", "health", "qualify"})
+from gcm_checks.registry import EVERY_SUITE
+
+ALL = frozenset(EVERY_SUITE)
 
 # module -> suites (tags) its checks belong to
 MODULES = {

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from gcm_checks.registry import gatherer, register
-from gcm_checks.result import CheckResult, Status, passed, unknown
+from gcm_checks.result import CheckResult, Status, cannot_tell, ok
 
 CHECK_ID = "dcgm.diag"
 
@@ -133,7 +133,7 @@ def check_dcgm_diag(report: Any, settings: Any) -> List[CheckResult]:
     from gcm_checks.dcgm import DiagStatus
 
     if not report.ok:
-        return [unknown(CHECK_ID, f"DCGM diag level {report.level}: {report.problem}", level=report.level, source=report.source)]
+        return [cannot_tell(f"DCGM diag level {report.level}: {report.problem}", level=report.level, source=report.source)]
 
     results: List[CheckResult] = []
     by_subject: Dict[str, list] = report.by_subject()
@@ -156,7 +156,7 @@ def check_dcgm_diag(report: Any, settings: Any) -> List[CheckResult]:
             message += f" (+{others} lesser finding{'s' if others > 1 else ''})"
         results.append(
             CheckResult(
-                CHECK_ID,
+                "",
                 worst,
                 message,
                 subject,
@@ -172,13 +172,8 @@ def check_dcgm_diag(report: Any, settings: Any) -> List[CheckResult]:
         ran = [e for e in report.entries if e.status is DiagStatus.PASS]
         gpus = report.gpu_ids()
         results.append(
-            passed(
-                CHECK_ID,
-                f"DCGM diag level {report.level}: {len({e.test for e in ran})} tests passed on {len(gpus)} GPUs",
-                level=report.level,
-                version=report.version,
-                gpus=gpus,
-            )
+            ok(f"DCGM diag level {report.level}: {len({e.test for e in ran})} tests passed on {len(gpus)} GPUs",
+               level=report.level, version=report.version, gpus=gpus)
         )
     return results
 

@@ -1,4 +1,5 @@
-"""GPU checks over one NVML snapshot (gcm_checks.gather.nvml).
+"""GPU checks over one NVML snapshot (gcm_checks.gather.nvml), gathered by
+the suite (``suite.gather_gpu``) and handed to each check.
 
 Each check returns one ``pass`` line for the node when every GPU is fine, and
 one result per GPU otherwise, so a report stays short on healthy nodes and
@@ -10,37 +11,8 @@ from __future__ import annotations
 from typing import Any, Callable, List, Optional
 
 from gcm_checks.gather.nvml import GpuFacts, GpuSnapshot, error_cause, error_name
-from gcm_checks.registry import gatherer, register
-from gcm_checks.result import CheckResult, Status, failed, passed, unknown, warned
-
-PROLOG = ("prolog", "epilog", "health", "qualify")
-
-
-@gatherer("gpu")
-def gather_gpu(ctx: Any) -> GpuFacts:
-    from dataclasses import replace
-
-    facts = ctx.gpu_facts()
-    extra: dict = {}
-    # Neither extra may cost the NVML facts: a failure leaves it None, which
-    # the checks read as "cannot tell" (no bus comparison; no job owners).
-    pci_facts = getattr(ctx, "pci_facts", None)
-    if pci_facts is not None:
-        try:
-            extra["pci"] = pci_facts()
-        except Exception:  # noqa: BLE001 - our bug or an odd sysfs: not a GPU fault
-            pass
-    pids = [int(p["pid"]) for g in facts.gpus for p in g.processes]
-    if pids:
-        from gcm_checks.gather import jobs
-
-        try:
-            root = ctx.sysfs_root() if callable(getattr(ctx, "sysfs_root", None)) else "/"
-            state_dir = getattr(ctx, "state_dir", None)
-            extra["jobs"] = jobs.gather(str(root), pids, str(state_dir) if state_dir else None, getattr(ctx, "node", ""))
-        except Exception:  # noqa: BLE001
-            pass
-    return replace(facts, **extra) if extra else facts
+from gcm_checks.registry import EVERY_SUITE, register
+from gcm_checks.result import CheckResult, Status, cannot_tell, fail, ok, warn
 
 
 def _expected(settings: Any) -> Optional[int]:
@@ -62,7 +34,6 @@ def _usable(facts: GpuFacts) -> bool:
 
 
 def _per_gpu(
-    check_id: str,
     facts: GpuFacts,
     judge: Callable[[GpuSnapshot], Optional[CheckResult]],
     ok_message: str,
@@ -81,17 +52,17 @@ def _per_gpu(
             continue
         bad = [f for f in fields if f in g.errors] or (["handle"] if "handle" in g.errors else [])
         if bad:
-            out.append(unknown(check_id, f"could not read {bad[0]}: {g.errors[bad[0]]}", g.subject))
+            out.append(cannot_tell(f"could not read {bad[0]}: {g.errors[bad[0]]}", g.subject))
             continue
         r = judge(g)
         if r is not None:
             out.append(r)
     if not out:
-        out.append(passed(check_id, ok_message, "", gpus=len(facts.gpus)))
+        out.append(ok(ok_message, "", gpus=len(facts.gpus)))
     return out
 
 
-@register("gpu.nvml", tags=PROLOG, needs="gpu")
+@register("gpu.nvml", tags=EVERY_SUITE, needs="gpu")
 def check_nvml(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """NVML starts: driver loaded, library and driver versions agree, permissions."""
     expected = _expected(settings)
@@ -100,17 +71,17 @@ def check_nvml(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     # GPU node (zero-config rule, docs/slurm.md).
     gpu_node = bool(expected) if expected is not None else bool(on_bus)
     if facts.import_error:
-        return [unknown("gpu.nvml", f"pynvml (nvidia-ml-py) not importable: {facts.import_error}; reinstall gcm-checks")]
+        return [cannot_tell(f"pynvml (nvidia-ml-py) not importable: {facts.import_error}; reinstall gcm-checks")]
     if facts.init_hang:
         if not facts.deadline_full:
-            return [unknown("gpu.nvml", f"nvmlInit did not answer within the {facts.deadline_s:.2f}s left of the run budget "
+            return [cannot_tell(f"nvmlInit did not answer within the {facts.deadline_s:.2f}s left of the run budget "
                                         "(less than its own deadline, or the process was starved of CPU): could not tell")]
         msg = "NVML did not answer within the deadline: driver wedged; reboot the node"
-        return [failed("gpu.nvml", msg) if gpu_node or expected is None else unknown("gpu.nvml", msg)]
+        return [fail(msg) if gpu_node or expected is None else cannot_tell(msg)]
     if facts.init_error is not None:
         msg = f"NVML cannot start: {error_name(facts.init_error)}: {error_cause(facts.init_error)}"
         if expected == 0:
-            return [passed("gpu.nvml", "no GPUs expected on this node", nvml_error=error_name(facts.init_error))]
+            return [ok("no GPUs expected on this node", nvml_error=error_name(facts.init_error))]
         # On a node that should have GPUs no job can use them: fail. That
         # includes NVML_ERROR_LIB_RM_VERSION_MISMATCH: the node is unusable
         # until it reboots onto the new driver.
@@ -118,17 +89,17 @@ def check_nvml(facts: GpuFacts, settings: Any) -> List[CheckResult]:
             if expected is None:
                 module = "" if facts.pci.nvidia_module else "; the nvidia kernel module is not loaded"
                 msg += f" ({_on_bus(on_bus or 0)}{module})"
-            return [failed("gpu.nvml", msg)]
+            return [fail(msg)]
         if on_bus == 0:
-            return [passed("gpu.nvml", f"no NVIDIA GPUs on the PCI bus ({error_name(facts.init_error)})",
+            return [ok(f"no NVIDIA GPUs on the PCI bus ({error_name(facts.init_error)})",
                            nvml_error=error_name(facts.init_error))]
         # The bus could not be read and no count is configured: we cannot
         # tell a GPU node from a CPU node.
-        return [unknown("gpu.nvml", msg + " (set gpu.count to judge)")]
-    return [passed("gpu.nvml", f"NVML ok, driver {facts.driver_version}", driver=facts.driver_version)]
+        return [cannot_tell(msg + " (set gpu.count to judge)")]
+    return [ok(f"NVML ok, driver {facts.driver_version}", driver=facts.driver_version)]
 
 
-@register("gpu.count", tags=PROLOG, needs="gpu")
+@register("gpu.count", tags=EVERY_SUITE, needs="gpu")
 def check_count(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """The node has the GPUs it should have."""
     expected = _expected(settings)
@@ -138,11 +109,11 @@ def check_count(facts: GpuFacts, settings: Any) -> List[CheckResult]:
         return _count_against_bus(facts)
     found = facts.count or 0
     if found < expected:
-        return [failed("gpu.count", f"expected {expected} GPUs, NVML sees {found}: a GPU is missing from the bus; check dmesg and reseat/RMA",
+        return [fail(f"expected {expected} GPUs, NVML sees {found}: a GPU is missing from the bus; check dmesg and reseat/RMA",
                        expected=expected, found=found)]
     if found > expected:
-        return [warned("gpu.count", f"expected {expected} GPUs, NVML sees {found}: update gpu.count", expected=expected, found=found)]
-    return [passed("gpu.count", f"{found} GPUs as expected", expected=expected, found=found)]
+        return [warn(f"expected {expected} GPUs, NVML sees {found}: update gpu.count", expected=expected, found=found)]
+    return [ok(f"{found} GPUs as expected", expected=expected, found=found)]
 
 
 def _count_against_bus(facts: GpuFacts) -> List[CheckResult]:
@@ -162,14 +133,14 @@ def _count_against_bus(facts: GpuFacts) -> List[CheckResult]:
         unlisted = unlisted if found < on_bus else []
     if unlisted or found < on_bus:
         where = ", ".join(unlisted) if unlisted else "?"
-        return [failed("gpu.count", f"{_on_bus(on_bus)}, NVML lists {found}: not listed by NVML: {where}; "
+        return [fail(f"{_on_bus(on_bus)}, NVML lists {found}: not listed by NVML: {where}; "
                        "check dmesg for the GPU (RmInitAdapter, XID 79), reseat or RMA",
                        expected=on_bus, found=found, unlisted=unlisted, source="pci")]
     seen = f"{found} GPUs, as on the PCI bus" if found == on_bus else f"NVML lists {found} GPUs, {_on_bus(on_bus)} (partial sysfs view)"
-    return [passed("gpu.count", f"{seen} (gpu.count not set)", expected=on_bus, found=found, source="pci")]
+    return [ok(f"{seen} (gpu.count not set)", expected=on_bus, found=found, source="pci")]
 
 
-@register("gpu.responsive", tags=PROLOG, needs="gpu")
+@register("gpu.responsive", tags=EVERY_SUITE, needs="gpu")
 def check_responsive(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """Every GPU answers NVML (not fallen off the bus, not wedged)."""
     if not _usable(facts) or not facts.gpus:
@@ -182,17 +153,17 @@ def check_responsive(facts: GpuFacts, settings: Any) -> List[CheckResult]:
                 msg = "GPU has fallen off the bus (NVML_ERROR_GPU_IS_LOST): reset the GPU or reboot"
             else:
                 msg = f"GPU unusable ({g.broken_error}): {error_cause(_code_of(g.broken_error))}"
-            out.append(failed("gpu.responsive", msg, g.subject))
+            out.append(fail(msg, g.subject))
         elif not g.responsive and not getattr(facts, "deadline_full", True):
             # Our budget or CPU starvation ended the wait, not the GPU's own
             # deadline: budgets measure hardware, never us (rule 2).
-            out.append(unknown("gpu.responsive", f"NVML did not answer within the {timeout:.2f}s left of the run budget "
+            out.append(cannot_tell(f"NVML did not answer within the {timeout:.2f}s left of the run budget "
                                                  "(less than gpu.nvml_timeout_s, or the process was starved of CPU): could not tell",
                                g.subject))
         elif not g.responsive:
-            out.append(failed("gpu.responsive", f"NVML calls did not return within {timeout:.1f}s: GPU or driver wedged; reboot",
+            out.append(fail(f"NVML calls did not return within {timeout:.1f}s: GPU or driver wedged; reboot",
                               g.subject))
-    return out or [passed("gpu.responsive", f"all {len(facts.gpus)} GPUs answer NVML")]
+    return out or [ok(f"all {len(facts.gpus)} GPUs answer NVML")]
 
 
 def _code_of(name: Optional[str]) -> Optional[int]:
@@ -204,7 +175,7 @@ def _code_of(name: Optional[str]) -> Optional[int]:
     return None
 
 
-@register("gpu.ecc.uncorrectable", tags=PROLOG, needs="gpu")
+@register("gpu.ecc.uncorrectable", tags=EVERY_SUITE, needs="gpu")
 def check_ecc(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """Volatile uncorrectable ECC errors at or below the threshold."""
     limit = settings.get("gpu.ecc_uncorrected_max")
@@ -212,72 +183,71 @@ def check_ecc(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     def judge(g: GpuSnapshot) -> Optional[CheckResult]:
         n = g.ecc_uncorrected_volatile
         if n is not None and n > limit:
-            return failed("gpu.ecc.uncorrectable", f"{n} uncorrectable ECC errors since driver load (max {limit}): reset the GPU; RMA if it recurs",
+            return fail(f"{n} uncorrectable ECC errors since driver load (max {limit}): reset the GPU; RMA if it recurs",
                           g.subject, count=n)
         return None
 
-    return _per_gpu("gpu.ecc.uncorrectable", facts, judge, "no uncorrectable ECC errors", ("ecc",))
+    return _per_gpu(facts, judge, "no uncorrectable ECC errors", ("ecc",))
 
 
-@register("gpu.retired_pages.pending", tags=PROLOG, needs="gpu")
+@register("gpu.retired_pages.pending", tags=EVERY_SUITE, needs="gpu")
 def check_retired_pages(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """No page retirement waiting for a reset (pre-Ampere)."""
 
     def judge(g: GpuSnapshot) -> Optional[CheckResult]:
         if g.retired_pages_pending:
-            return failed("gpu.retired_pages.pending", "page retirement pending: reset the GPU so bad memory is retired", g.subject)
+            return fail("page retirement pending: reset the GPU so bad memory is retired", g.subject)
         return None
 
-    return _per_gpu("gpu.retired_pages.pending", facts, judge, "no page retirement pending", ("retired_pages",))
+    return _per_gpu(facts, judge, "no page retirement pending", ("retired_pages",))
 
 
-@register("gpu.row_remap", tags=PROLOG, needs="gpu")
+@register("gpu.row_remap", tags=EVERY_SUITE, needs="gpu")
 def check_row_remap(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """Row remapping neither pending (needs reset) nor failed (needs RMA)."""
 
     def judge(g: GpuSnapshot) -> Optional[CheckResult]:
         if g.remap_failure:
-            return failed("gpu.row_remap", "row remapping failed: no spare rows left; RMA the GPU", g.subject)
+            return fail("row remapping failed: no spare rows left; RMA the GPU", g.subject)
         if g.remap_pending:
-            return failed("gpu.row_remap", "row remapping pending: reset the GPU to apply it", g.subject)
+            return fail("row remapping pending: reset the GPU to apply it", g.subject)
         return None
 
-    return _per_gpu("gpu.row_remap", facts, judge, "no row remapping pending or failed", ("remapped_rows",))
+    return _per_gpu(facts, judge, "no row remapping pending or failed", ("remapped_rows",))
 
 
-@register("gpu.pcie.width", tags=PROLOG, needs="gpu")
+@register("gpu.pcie.width", tags=EVERY_SUITE, needs="gpu")
 def check_pcie(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """PCIe link trained at full width. A lower *generation* alone is normal
     at idle (power saving), so only the width is judged."""
 
     def judge(g: GpuSnapshot) -> Optional[CheckResult]:
         if g.pcie_width is not None and g.pcie_max_width is not None and g.pcie_width < g.pcie_max_width:
-            return failed("gpu.pcie.width",
-                          f"PCIe link x{g.pcie_width} of x{g.pcie_max_width} (gen {g.pcie_gen}/{g.pcie_max_gen}): reseat GPU/riser, check retimer",
+            return fail(f"PCIe link x{g.pcie_width} of x{g.pcie_max_width} (gen {g.pcie_gen}/{g.pcie_max_gen}): reseat GPU/riser, check retimer",
                           g.subject, width=g.pcie_width, max_width=g.pcie_max_width)
         return None
 
-    return _per_gpu("gpu.pcie.width", facts, judge, "PCIe links at full width", ("pcie",))
+    return _per_gpu(facts, judge, "PCIe links at full width", ("pcie",))
 
 
-@register("gpu.temperature", tags=PROLOG, needs="gpu")
+@register("gpu.temperature", tags=EVERY_SUITE, needs="gpu")
 def check_temperature(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """GPU temperature below the configured limit before a job starts."""
     limit = settings.get("gpu.temperature_max_c")
 
     def judge(g: GpuSnapshot) -> Optional[CheckResult]:
         if g.temperature_c is not None and g.temperature_c >= limit:
-            return failed("gpu.temperature", f"{g.temperature_c} C at or above {limit} C: check cooling/fans",
+            return fail(f"{g.temperature_c} C at or above {limit} C: check cooling/fans",
                           g.subject, temperature_c=g.temperature_c)
         return None
 
-    return _per_gpu("gpu.temperature", facts, judge, f"temperatures below {limit} C", ("temperature",))
+    return _per_gpu(facts, judge, f"temperatures below {limit} C", ("temperature",))
 
 
 HW_THROTTLE = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
 
 
-@register("gpu.throttle", tags=PROLOG, needs="gpu")
+@register("gpu.throttle", tags=EVERY_SUITE, needs="gpu")
 def check_throttle(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """No hardware clock slowdown (thermal, power brake). Software power
     capping and idle clocks are normal."""
@@ -285,23 +255,23 @@ def check_throttle(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     def judge(g: GpuSnapshot) -> Optional[CheckResult]:
         hw = [r for r in g.throttle_reasons if r in HW_THROTTLE]
         if hw:
-            return warned("gpu.throttle", f"hardware clock slowdown active ({', '.join(hw)}): check cooling and power supply",
+            return warn(f"hardware clock slowdown active ({', '.join(hw)}): check cooling and power supply",
                           g.subject, reasons=list(g.throttle_reasons))
         return None
 
-    return _per_gpu("gpu.throttle", facts, judge, "no hardware slowdown", ("throttle",))
+    return _per_gpu(facts, judge, "no hardware slowdown", ("throttle",))
 
 
-@register("gpu.persistence_mode", tags=PROLOG, needs="gpu")
+@register("gpu.persistence_mode", tags=EVERY_SUITE, needs="gpu")
 def check_persistence(facts: GpuFacts, settings: Any) -> List[CheckResult]:
     """Persistence mode on (otherwise every job start re-initialises the GPU)."""
 
     def judge(g: GpuSnapshot) -> Optional[CheckResult]:
         if g.persistence_mode is False:
-            return warned("gpu.persistence_mode", "persistence mode off: enable nvidia-persistenced", g.subject)
+            return warn("persistence mode off: enable nvidia-persistenced", g.subject)
         return None
 
-    return _per_gpu("gpu.persistence_mode", facts, judge, "persistence mode on", ("persistence_mode",))
+    return _per_gpu(facts, judge, "persistence mode on", ("persistence_mode",))
 
 
 @register("gpu.processes", tags=("prolog", "health", "qualify"), needs="gpu")
@@ -326,14 +296,14 @@ def check_processes(facts: GpuFacts, settings: Any) -> List[CheckResult]:
             pids = ", ".join(f"{p['pid']} of ended job {ended[int(p['pid'])]}" if int(p["pid"]) in ended else str(p["pid"])
                              for p in leftovers)
             mib = sum(p.get("used_memory_mib", 0) for p in leftovers)
-            return CheckResult("gpu.processes", status,
+            return CheckResult("", status,
                                f"{len(leftovers)} leftover compute process(es) (pid {pids}, {mib} MiB) in no running job: kill them or reboot",
                                g.subject, details={"processes": list(leftovers)})
         return None
 
-    out = _per_gpu("gpu.processes", facts, judge, "no leftover GPU processes", ("processes",))
+    out = _per_gpu(facts, judge, "no leftover GPU processes", ("processes",))
     if owned and len(out) == 1 and out[0].status is Status.PASS:
         jobs = sorted({p["job"] for p in owned})
-        out = [passed("gpu.processes", f"no leftover GPU processes ({len(owned)} belong to running job(s) {', '.join(jobs)})",
+        out = [ok(f"no leftover GPU processes ({len(owned)} belong to running job(s) {', '.join(jobs)})",
                       "", owned=owned)]
     return out

@@ -20,14 +20,13 @@ What is expected comes from ``infiniband:`` in the config:
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from gcm_checks.registry import gatherer, register
-from gcm_checks.result import CheckResult, Status, failed, passed, unknown, warned
+from gcm_checks.result import CheckResult, Status, cannot_tell, fail, ok, warn
 
 TAGS = ["prolog", "health", "qualify"]
 BASELINE_FILE = "ib_counters.json"
@@ -153,7 +152,7 @@ def expected_ports(settings: Any) -> List[ExpectedPort]:
         elif isinstance(item, Mapping) and item.get("device"):
             add(str(item["device"]), item.get("ports", item.get("port", [1])), item.get("rate_gbps"), item.get("link_layer"))
         else:
-            # The runner turns this into "unknown" with this text: a config
+            # The suite turns this into "unknown" with this text: a config
             # mistake must not pass silently, nor drain.
             raise ValueError(f"infiniband.expected: {item!r} is neither a device name nor {{device, ports, rate_gbps, link_layer}}")
     return sorted(out.values(), key=lambda e: (e.device, e.port))
@@ -194,8 +193,8 @@ def _severity(plan: _Plan, e: Optional[ExpectedPort]) -> Status:
     return Status.FAIL if e is not None else (plan.unlisted_status or Status.WARN)
 
 
-def _result(check: str, status: Status, message: str, subject: str, **details: Any) -> CheckResult:
-    return CheckResult(check, status, message, subject, details=details)
+def _result(status: Status, message: str, subject: str, **details: Any) -> CheckResult:
+    return CheckResult("", status, message, subject, details=details)
 
 
 # --------------------------------------------------------------------------
@@ -205,15 +204,14 @@ def _result(check: str, status: Status, message: str, subject: str, **details: A
 @register("ib.hca.present", tags=TAGS, needs="ib")
 def check_hca_present(facts: IbFacts, settings: Any) -> List[CheckResult]:
     """Every expected HCA (and port) is present in sysfs."""
-    cid = "ib.hca.present"
     snap = facts.snapshot
     plan = _plan(facts, settings)
     if not plan.expected:
         if not snap.devices:
-            return [passed(cid, NO_IB)]
-        return [passed(cid, f"{len(snap.devices)} HCAs present ({', '.join(snap.devices)}); none listed in infiniband.expected", devices=list(snap.devices))]
+            return [ok(NO_IB)]
+        return [ok(f"{len(snap.devices)} HCAs present ({', '.join(snap.devices)}); none listed in infiniband.expected", devices=list(snap.devices))]
     if snap.errors and not snap.devices:
-        return [unknown(cid, f"cannot read {snap.class_dir}: {'; '.join(snap.errors)}")]
+        return [cannot_tell(f"cannot read {snap.class_dir}: {'; '.join(snap.errors)}")]
     results: List[CheckResult] = []
     missing_devices = sorted({e.device for e in plan.missing if e.device not in snap.devices})
     for dev in missing_devices:
@@ -222,12 +220,12 @@ def check_hca_present(facts: IbFacts, settings: Any) -> List[CheckResult]:
             if not snap.class_present or not snap.devices
             else "driver did not register it: check 'lspci | grep -i mellanox', dmesg for mlx5_core errors, and the HCA's PCIe link"
         )
-        results.append(failed(cid, f"HCA {dev} missing from {snap.class_dir}; {hint}", dev, present=list(snap.devices)))
+        results.append(fail(f"HCA {dev} missing from {snap.class_dir}; {hint}", dev, present=list(snap.devices)))
     for e in plan.missing:
         if e.device in snap.devices:
-            results.append(failed(cid, f"{e.device} has no port {e.port} in sysfs; check the HCA model and firmware port configuration", f"{e.device} port {e.port}"))
+            results.append(fail(f"{e.device} has no port {e.port} in sysfs; check the HCA model and firmware port configuration", f"{e.device} port {e.port}"))
     if not results:
-        results.append(passed(cid, f"all {len({e.device for e in plan.expected})} expected HCAs present", devices=list(snap.devices)))
+        results.append(ok(f"all {len({e.device for e in plan.expected})} expected HCAs present", devices=list(snap.devices)))
     return results
 
 
@@ -247,130 +245,119 @@ _PHYS_HINTS = {
 }
 
 
-def _unreadable(cid: str, p: Any, attrs: Tuple[str, ...]) -> Optional[CheckResult]:
+def _unreadable(p: Any, attrs: Tuple[str, ...]) -> Optional[CheckResult]:
     bad = {a: p.read_errors[a] for a in attrs if a in p.read_errors}
     if bad:
-        return unknown(cid, f"cannot read {', '.join(f'{a} ({w})' for a, w in bad.items())}", p.subject, read_errors=bad)
+        return cannot_tell(f"cannot read {', '.join(f'{a} ({w})' for a, w in bad.items())}", p.subject, read_errors=bad)
     return None
+
+
+def _per_port(ports: Iterable[Tuple[Any, Any]], reads: Tuple[str, ...],
+              judge: Callable[[Any, Any], Optional[CheckResult]], all_fine: Callable[[int], str],
+              applies: Callable[[Any, Any], bool] = lambda p, e: True) -> List[CheckResult]:
+    """The one per-port loop of the IB checks: for each (port, expectation)
+    that ``applies``, an unreadable attribute in ``reads`` is unknown, else
+    ``judge`` returns a result or None (fine); no finding at all is one pass
+    line, ``all_fine(number of ports judged)``, so a healthy report stays short."""
+    results: List[CheckResult] = []
+    judged = 0
+    for p, e in ports:
+        if not applies(p, e):
+            continue
+        judged += 1
+        r = _unreadable(p, reads) or judge(p, e)
+        if r is not None:
+            results.append(r)
+    return results or [ok(all_fine(judged))]
+
+
+def _scope(e: Optional[ExpectedPort]) -> str:
+    return "" if e is not None else " (port not listed in infiniband.expected)"
 
 
 @register("ib.port.state", tags=TAGS, needs="ib")
 def check_port_state(facts: IbFacts, settings: Any) -> List[CheckResult]:
     """Each judged port is logically ACTIVE."""
-    cid = "ib.port.state"
     plan = _plan(facts, settings)
     if plan.nothing_to_do:
-        return [passed(cid, NO_IB)]
-    results = []
-    for p, e in plan.judged:
-        r = _unreadable(cid, p, ("state",))
-        if r is not None:
-            results.append(r)
-        elif p.state != "ACTIVE":
-            hint = _STATE_HINTS.get(p.state, "port not active")
-            if p.state == "DOWN" and p.phys_state in _PHYS_HINTS:
-                hint = _PHYS_HINTS[p.phys_state]
-            elif p.state == "DOWN" and p.phys_state.lower() == "linkup":
-                # Seen in the wild (Mellanox/network-operator#249): the cable
-                # is fine, but no subnet manager ever brought the port up.
-                hint = "physical link is up but the port is logically down (no subnet manager has configured it); check opensm/UFM and the switch"
-            scope = "" if e is not None else " (port not listed in infiniband.expected)"
-            results.append(
-                _result(cid, _severity(plan, e), f"state {p.state} / phys_state {p.phys_state or '?'}: {hint}{scope}", p.subject, state=p.state, phys_state=p.phys_state)
-            )
-    if not results:
-        results.append(passed(cid, f"{len(plan.judged)} ports ACTIVE"))
-    return results
+        return [ok(NO_IB)]
+
+    def judge(p: Any, e: Optional[ExpectedPort]) -> Optional[CheckResult]:
+        if p.state == "ACTIVE":
+            return None
+        hint = _STATE_HINTS.get(p.state, "port not active")
+        if p.state == "DOWN" and p.phys_state in _PHYS_HINTS:
+            hint = _PHYS_HINTS[p.phys_state]
+        elif p.state == "DOWN" and p.phys_state.lower() == "linkup":
+            # Seen in the wild (Mellanox/network-operator#249): the cable
+            # is fine, but no subnet manager ever brought the port up.
+            hint = "physical link is up but the port is logically down (no subnet manager has configured it); check opensm/UFM and the switch"
+        return _result(_severity(plan, e), f"state {p.state} / phys_state {p.phys_state or '?'}: {hint}{_scope(e)}",
+                       p.subject, state=p.state, phys_state=p.phys_state)
+
+    return _per_port(plan.judged, ("state",), judge, lambda n: f"{n} ports ACTIVE")
 
 
 @register("ib.port.phys_state", tags=TAGS, needs="ib")
 def check_port_phys_state(facts: IbFacts, settings: Any) -> List[CheckResult]:
     """Each judged port's physical link is LinkUp."""
-    cid = "ib.port.phys_state"
     plan = _plan(facts, settings)
     if plan.nothing_to_do:
-        return [passed(cid, NO_IB)]
-    results = []
-    for p, e in plan.judged:
-        r = _unreadable(cid, p, ("phys_state",))
-        if r is not None:
-            results.append(r)
-        elif p.phys_state.lower() != "linkup":
-            hint = _PHYS_HINTS.get(p.phys_state, "physical link not up; check cable and switch port")
-            scope = "" if e is not None else " (port not listed in infiniband.expected)"
-            results.append(_result(cid, _severity(plan, e), f"phys_state {p.phys_state or '?'}: {hint}{scope}", p.subject, phys_state=p.phys_state))
-    if not results:
-        results.append(passed(cid, f"{len(plan.judged)} ports LinkUp"))
-    return results
+        return [ok(NO_IB)]
+
+    def judge(p: Any, e: Optional[ExpectedPort]) -> Optional[CheckResult]:
+        if p.phys_state.lower() == "linkup":
+            return None
+        hint = _PHYS_HINTS.get(p.phys_state, "physical link not up; check cable and switch port")
+        return _result(_severity(plan, e), f"phys_state {p.phys_state or '?'}: {hint}{_scope(e)}", p.subject,
+                       phys_state=p.phys_state)
+
+    return _per_port(plan.judged, ("phys_state",), judge, lambda n: f"{n} ports LinkUp")
 
 
 @register("ib.port.rate", tags=TAGS, needs="ib")
 def check_port_rate(facts: IbFacts, settings: Any) -> List[CheckResult]:
     """Each judged ACTIVE port runs at least at the expected rate."""
-    cid = "ib.port.rate"
     plan = _plan(facts, settings)
     if plan.nothing_to_do:
-        return [passed(cid, NO_IB)]
+        return [ok(NO_IB)]
     default_rate = settings.get("infiniband.min_rate_gbps", None)
-    results = []
-    judged = 0
-    for p, e in plan.judged:
-        want = e.rate_gbps if e is not None else (float(default_rate) if default_rate is not None else None)
-        # A port that is not ACTIVE reports a meaningless rate; the state
-        # check already speaks for it.
-        if want is None or p.state != "ACTIVE":
-            continue
-        judged += 1
-        r = _unreadable(cid, p, ("rate",))
-        if r is not None:
-            results.append(r)
-        elif p.rate_gbps is None:
-            results.append(unknown(cid, f"rate unreadable ({p.rate_text!r})", p.subject))
-        elif p.rate_gbps < want:
-            results.append(
-                _result(
-                    cid,
-                    _severity(plan, e),
-                    f"link rate {p.rate_text} below expected {want:g} Gb/s: degraded link (lanes down or wrong speed); reseat/replace the cable or check the switch port",
-                    p.subject,
-                    rate_gbps=p.rate_gbps,
-                    expected_gbps=want,
-                )
-            )
-    if not results:
-        results.append(passed(cid, f"{judged} ports at expected rate" if judged else "no expected rate configured (infiniband.min_rate_gbps)"))
-    return results
+
+    def want(e: Optional[ExpectedPort]) -> Optional[float]:
+        return e.rate_gbps if e is not None else (float(default_rate) if default_rate is not None else None)
+
+    def judge(p: Any, e: Optional[ExpectedPort]) -> Optional[CheckResult]:
+        if p.rate_gbps is None:
+            return cannot_tell(f"rate unreadable ({p.rate_text!r})", p.subject)
+        if p.rate_gbps < want(e):
+            return _result(_severity(plan, e),
+                           f"link rate {p.rate_text} below expected {want(e):g} Gb/s: degraded link (lanes down or wrong speed); reseat/replace the cable or check the switch port",
+                           p.subject, rate_gbps=p.rate_gbps, expected_gbps=want(e))
+        return None
+
+    # A port that is not ACTIVE reports a meaningless rate; the state check
+    # already speaks for it.
+    return _per_port(plan.judged, ("rate",), judge,
+                     lambda n: f"{n} ports at expected rate" if n else "no expected rate configured (infiniband.min_rate_gbps)",
+                     applies=lambda p, e: want(e) is not None and p.state == "ACTIVE")
 
 
 @register("ib.port.link_layer", tags=TAGS, needs="ib")
 def check_port_link_layer(facts: IbFacts, settings: Any) -> List[CheckResult]:
     """Each expected port runs the expected link layer (InfiniBand vs Ethernet)."""
-    cid = "ib.port.link_layer"
     plan = _plan(facts, settings)
     if plan.nothing_to_do:
-        return [passed(cid, NO_IB)]
-    results = []
-    judged = 0
-    for p, e in plan.judged:
-        if e is None or not e.link_layer:
-            continue
-        judged += 1
-        r = _unreadable(cid, p, ("link_layer",))
-        if r is not None:
-            results.append(r)
-        elif p.link_layer.lower() != e.link_layer.lower():
-            results.append(
-                failed(
-                    cid,
-                    f"link layer {p.link_layer or '?'}, expected {e.link_layer}: the port is in the wrong mode; set LINK_TYPE_P{p.port} with mlxconfig and reboot",
-                    p.subject,
-                    link_layer=p.link_layer,
-                    expected=e.link_layer,
-                )
-            )
-    if not results:
-        results.append(passed(cid, f"{judged} ports on the expected link layer" if judged else "no ports listed in infiniband.expected"))
-    return results
+        return [ok(NO_IB)]
+
+    def judge(p: Any, e: ExpectedPort) -> Optional[CheckResult]:
+        if p.link_layer.lower() == e.link_layer.lower():
+            return None
+        return fail(f"link layer {p.link_layer or '?'}, expected {e.link_layer}: the port is in the wrong mode; set LINK_TYPE_P{p.port} with mlxconfig and reboot",
+                      p.subject, link_layer=p.link_layer, expected=e.link_layer)
+
+    return _per_port(plan.judged, ("link_layer",), judge,
+                     lambda n: f"{n} ports on the expected link layer" if n else "no ports listed in infiniband.expected",
+                     applies=lambda p, e: e is not None and bool(e.link_layer))
 
 
 def watched_counters(settings: Any) -> Dict[str, int]:
@@ -389,18 +376,15 @@ def watched_counters(settings: Any) -> Dict[str, int]:
 @register("ib.port.errors", tags=TAGS, needs="ib")
 def check_port_errors(facts: IbFacts, settings: Any) -> List[CheckResult]:
     """Error counters that grew since the previous run warn."""
-    cid = "ib.port.errors"
     snap = facts.snapshot
     if not snap.ports:
-        return [passed(cid, NO_IB)]
+        return [ok(NO_IB)]
     if facts.baseline is None:
-        return [passed(cid, f"baseline recorded for {len(snap.ports)} ports ({facts.baseline_note or 'no previous counters'})")]
+        return [ok(f"baseline recorded for {len(snap.ports)} ports ({facts.baseline_note or 'no previous counters'})")]
     watch = watched_counters(settings)
-    results = []
-    for p in snap.ports:
-        before = facts.baseline.get(p.key)
-        if before is None:
-            continue
+    since = f" in the last {facts.baseline_age_s / 60:.0f} min" if facts.baseline_age_s is not None else ""
+
+    def judge(p: Any, before: Mapping[str, int]) -> Optional[CheckResult]:
         grown = {}
         for name, threshold in watch.items():
             if name not in p.counters or name not in before:
@@ -410,17 +394,13 @@ def check_port_errors(facts: IbFacts, settings: Any) -> List[CheckResult]:
             # perfquery -R): no growth to judge.
             if delta >= threshold:
                 grown[name] = delta
-        if grown:
-            since = f" in the last {facts.baseline_age_s / 60:.0f} min" if facts.baseline_age_s is not None else ""
-            listed = ", ".join(f"{k} +{v}" for k, v in sorted(grown.items()))
-            results.append(
-                warned(
-                    cid,
-                    f"error counters grew{since}: {listed}; a cable or transceiver may be going bad (check with 'mlxlink -d {p.device} -p {p.port} -c')",
-                    p.subject,
-                    grown=grown,
-                )
-            )
-    if not results:
-        results.append(passed(cid, f"no error counter grew on {len(snap.ports)} ports"))
-    return results
+        if not grown:
+            return None
+        listed = ", ".join(f"{k} +{v}" for k, v in sorted(grown.items()))
+        return warn(f"error counters grew{since}: {listed}; a cable or transceiver may be going bad (check with 'mlxlink -d {p.device} -p {p.port} -c')",
+                      p.subject, grown=grown)
+
+    baseline = facts.baseline
+    return _per_port(((p, baseline.get(p.key)) for p in snap.ports), (), judge,
+                     lambda _: f"no error counter grew on {len(snap.ports)} ports",
+                     applies=lambda p, before: before is not None)

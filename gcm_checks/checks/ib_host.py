@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from gcm_checks.registry import gatherer, register
-from gcm_checks.result import CheckResult, failed, passed, warned
+from gcm_checks.result import CheckResult, fail, ok, warn
 
 TAGS = ["health", "qualify"]
 IPOIB = "ib.ipoib.state"
@@ -44,14 +44,14 @@ def check_ipoib_state(facts: Any, settings: Any) -> List[CheckResult]:
             continue  # port not active: ib.port.state; admin down: IPoIB not configured here
         judged += 1
         if i.operstate != "up":
-            out.append(failed(IPOIB, f"IPoIB {i.name} is {i.operstate} while {i.device} port {i.port} is ACTIVE: "
+            out.append(fail(f"IPoIB {i.name} is {i.operstate} while {i.device} port {i.port} is ACTIVE: "
                               "IPoIB traffic on this rail fails (check the partition key and the subnet "
                               "manager's multicast group, then ip link set up)", i.subject,
                               interface=i.name, operstate=i.operstate, device=i.device, port=i.port))
     if not out:
         msg = (f"{judged} IPoIB interface(s) up on ACTIVE ports" if judged
                else "no configured IPoIB interface on an ACTIVE port")
-        out.append(passed(IPOIB, msg, interfaces=[i.name for i in facts.ipoib]))
+        out.append(ok(msg, interfaces=[i.name for i in facts.ipoib]))
     return out
 
 
@@ -71,11 +71,11 @@ def check_hca_firmware(facts: Any, settings: Any) -> List[CheckResult]:
         ranked = sorted(versions.items(), key=lambda kv: (-len(kv[1]), kv[0]))
         main_ver, main_devs = ranked[0]
         for ver, devs in ranked[1:]:
-            out.append(warned(FIRMWARE, f"{model} firmware differs: {', '.join(devs)} run {ver}, "
+            out.append(warn(f"{model} firmware differs: {', '.join(devs)} run {ver}, "
                               f"{', '.join(main_devs)} run {main_ver}; update to one version",
                               ", ".join(devs), model=model, versions={v: d for v, d in versions.items()}))
     if not out:
         n = sum(len(d) for v in by_model.values() for d in v.values())
-        out.append(passed(FIRMWARE, f"{n} HCA(s): one firmware per model" if n else "no HCA firmware to compare",
+        out.append(ok(f"{n} HCA(s): one firmware per model" if n else "no HCA firmware to compare",
                           models={m: sorted(v) for m, v in by_model.items()}))
     return out

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Dict, FrozenSet, List, Mapping, NamedTuple, Tuple
 
 from gcm_checks.registry import register
-from gcm_checks.result import CheckResult, failed, passed
+from gcm_checks.result import CheckResult, fail, ok
 
 TAGS = ["prolog", "health", "qualify"]
 SEEN_ACTIVE_FILE = "ib_seen_active.json"
@@ -85,24 +85,23 @@ def _rails(facts: Any) -> RailFacts:
 @register("ib.hca.pci", tags=TAGS, needs="ib")
 def check_hca_on_bus(facts: Any, settings: Any) -> List[CheckResult]:
     """Every InfiniBand HCA on the PCI bus is registered by its driver (zero-config)."""
-    cid = "ib.hca.pci"
     pci = _rails(facts).pci
     if not zero_config(settings):
-        return [passed(cid, "InfiniBand expectations configured; judged by ib.hca.present")]
+        return [ok("InfiniBand expectations configured; judged by ib.hca.present")]
     if pci is None or not pci.readable:
-        return [passed(cid, "PCI bus not readable here; nothing to compare")]
+        return [ok("PCI bus not readable here; nothing to compare")]
     if not pci.hcas:
-        return [passed(cid, "no InfiniBand HCAs on the PCI bus")]
+        return [ok("no InfiniBand HCAs on the PCI bus")]
     known = set(facts.snapshot.devices)
     out = []
     for d in pci.hcas:
         if not any(n in known for n in d.ib_devices):
             drv = f"bound to {d.driver}" if d.driver else "no driver bound"
-            out.append(failed(cid, f"InfiniBand HCA on the PCI bus ({d.address}, device 0x{d.device:04x}, {drv}) has no "
+            out.append(fail(f"InfiniBand HCA on the PCI bus ({d.address}, device 0x{d.device:04x}, {drv}) has no "
                                "/sys/class/infiniband device: the driver did not bring it up; check dmesg for mlx5_core, "
                                "'modprobe mlx5_ib', the firmware and the HCA's PCIe link",
                                d.address, address=d.address, driver=d.driver))
-    return out or [passed(cid, f"all {len(pci.hcas)} InfiniBand HCAs on the PCI bus registered", hcas=len(pci.hcas))]
+    return out or [ok(f"all {len(pci.hcas)} InfiniBand HCAs on the PCI bus registered", hcas=len(pci.hcas))]
 
 
 def dead_rails(facts: Any) -> List[Tuple[Any, str]]:
@@ -131,13 +130,12 @@ def dead_rails(facts: Any) -> List[Tuple[Any, str]]:
 def check_rails(facts: Any, settings: Any) -> List[CheckResult]:
     """No dead rail: a port down while its same-model siblings are up, or down
     after being ACTIVE since boot, fails (zero-config)."""
-    cid = "ib.port.rail"
     if not zero_config(settings):
-        return [passed(cid, "InfiniBand expectations configured; judged by ib.port.*")]
+        return [ok("InfiniBand expectations configured; judged by ib.port.*")]
     dead = dead_rails(facts)
-    out = [failed(cid, f"dead rail: state {p.state or '?'} / phys_state {p.phys_state or '?'} while {why}; "
+    out = [fail(f"dead rail: state {p.state or '?'} / phys_state {p.phys_state or '?'} while {why}; "
                        f"check the cable, transceiver and switch port (mlxlink -d {p.device} -p {p.port})",
                   p.subject, state=p.state, phys_state=p.phys_state)
            for p, why in dead]
     n = sum(1 for p in facts.snapshot.ports if p.link_layer.lower() == "infiniband")
-    return out or [passed(cid, f"no dead rail among {n} InfiniBand ports" if n else "no InfiniBand ports")]
+    return out or [ok(f"no dead rail among {n} InfiniBand ports" if n else "no InfiniBand ports")]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from gcm_checks.registry import gatherer, register
-from gcm_checks.result import CheckResult, failed, passed, unknown, warned
+from gcm_checks.result import CheckResult, cannot_tell, fail, ok, warn
 
 HARDWARE = "xid.hardware"
 SOFTWARE = "xid.software"
@@ -165,16 +165,16 @@ def _more(evs: List[Any], head: Any) -> str:
 def check_xid_hardware(facts: XidFacts, settings: Any) -> List[CheckResult]:
     """Drain-worthy XIDs (reset GPU, reboot, inspect) in the window, per GPU."""
     if facts.error:
-        return [unknown(HARDWARE, f"kernel log not readable: {facts.error}", source=facts.source)]
+        return [cannot_tell(f"kernel log not readable: {facts.error}", source=facts.source)]
     bad = [e for e in facts.events if e.severity == "fail"]
     if not bad:
-        return [passed(HARDWARE, f"no hardware XIDs in {facts.window_text()}", source=facts.source,
+        return [ok(f"no hardware XIDs in {facts.window_text()}", source=facts.source,
                        events=len(facts.events), notes=list(facts.notes))]
     out = []
     for evs in _by_gpu(bad).values():
         head = _headline(evs)
         msg = _describe(head) + _more(evs, head)
-        out.append(failed(HARDWARE, msg, _subject(head), xid=head.xid, action=head.action,
+        out.append(fail(msg, _subject(head), xid=head.xid, action=head.action,
                           pci_bus_id=head.pci_bus_id, gpu_index=head.gpu_index, note=head.note,
                           events=[e.to_dict() for e in evs], source=facts.source))
     return out
@@ -184,19 +184,19 @@ def check_xid_hardware(facts: XidFacts, settings: Any) -> List[CheckResult]:
 def check_xid_software(facts: XidFacts, settings: Any) -> List[CheckResult]:
     """Driver/firmware XIDs (warn) and application XIDs (listed, never drain)."""
     if facts.error:
-        return [unknown(SOFTWARE, f"kernel log not readable: {facts.error}", source=facts.source)]
+        return [cannot_tell(f"kernel log not readable: {facts.error}", source=facts.source)]
     out = []
     for evs in _by_gpu(e for e in facts.events if e.severity == "warn").values():
         head = evs[0]
-        out.append(warned(SOFTWARE, f"XID {head.xid} ({head.name}, {head.responsibility}) at {_clock(head)}"
+        out.append(warn(f"XID {head.xid} ({head.name}, {head.responsibility}) at {_clock(head)}"
                           + _more(evs, head), _subject(head), events=[e.to_dict() for e in evs]))
     app = [e for e in facts.events if e.severity == "info"]
     if app:
         codes = sorted({e.xid for e in app})
-        out.append(passed(SOFTWARE, f"application XIDs only ({', '.join(map(str, codes))}): the job's own errors, "
+        out.append(ok(f"application XIDs only ({', '.join(map(str, codes))}): the job's own errors, "
                           "not the node's", events=[e.to_dict() for e in app]))
     elif not out:
-        out.append(passed(SOFTWARE, f"no driver or application XIDs in {facts.window_text()}"))
+        out.append(ok(f"no driver or application XIDs in {facts.window_text()}"))
     return out
 
 
@@ -205,7 +205,7 @@ def check_xid_nvswitch(facts: XidFacts, settings: Any) -> List[CheckResult]:
     """NVSwitch SXids: a fatal one fails per switch link (the fabric needs a
     reset, every all-GPU job on the node would fail); non-fatal ones warn."""
     if facts.error:
-        return [unknown(NVSWITCH, f"kernel log not readable: {facts.error}", source=facts.source)]
+        return [cannot_tell(f"kernel log not readable: {facts.error}", source=facts.source)]
     out: List[CheckResult] = []
     by_where: Dict[str, List[Any]] = {}
     for ev in facts.sxids:
@@ -219,10 +219,10 @@ def check_xid_nvswitch(facts: XidFacts, settings: Any) -> List[CheckResult]:
         kw = dict(sxid=head.sxid, switch=head.switch, link=head.link, pci_bus_id=head.pci_bus_id,
                   events=[e.to_dict() for e in evs], source=facts.source)
         if head.severity == "fail":
-            out.append(failed(NVSWITCH, msg + ": reboot the node (resets the NVSwitch fabric)", head.where,
+            out.append(fail(msg + ": reboot the node (resets the NVSwitch fabric)", head.where,
                               action=head.action, **kw))
         else:
-            out.append(warned(NVSWITCH, msg, head.where, **kw))
+            out.append(warn(msg, head.where, **kw))
     if not out:
-        out.append(passed(NVSWITCH, f"no NVSwitch SXids in {facts.window_text()}", events=len(facts.sxids)))
+        out.append(ok(f"no NVSwitch SXids in {facts.window_text()}", events=len(facts.sxids)))
     return out

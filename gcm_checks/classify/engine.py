@@ -283,6 +283,13 @@ def judge(hits: Sequence[Hit], inp: ClassifyInput) -> Classification:
     # Highest rank wins; ties go to the later text and the later line in it
     # (the last error is the one that ended the job).
     best = max(hits, key=lambda h: (h.rank, h.source_idx, h.pos))
+    if best.category == "success" and any(h.category == "unknown" and h.rank > 1 for h in hits):
+        # Issue 14 item 2: a completion marker counts only with no failure marker.
+        # "Training completed" and then ChildFailedError, "Exited with exit code 1"
+        # or sacct's FAILED row: the run did not succeed; the best remaining
+        # evidence (a weak hint, else the vague failure itself) decides.
+        rest = [h for h in hits if h.category != "success"]
+        best = max(rest, key=lambda h: (h.rank, h.source_idx, h.pos))
     if best.category == "success" and _exit_says_failure(inp):
         # "Training finished" and then a non-zero exit: the log's success
         # marker does not explain the failure, so say we cannot tell.

@@ -10,7 +10,10 @@ loaded lazily (the prolog never imports it).
 
 Retrain on a larger corpus with::
 
-    python -m gcm_checks.classify.learn tests/fixtures/classify_corpus
+    python -m gcm_checks.classify.learn tests/fixtures/classify_corpus/a.jsonl tests/fixtures/classify_corpus/b.jsonl
+
+(name the files: the directory also holds c.jsonl, the held-out batch, which
+must stay out of the training data; see tests/fixtures/classify_corpus/README.md)
 """
 
 from __future__ import annotations

@@ -224,7 +224,8 @@ RULES: Tuple[Rule, ...] = (
          ("nccl warn", "gloo"),
          r"NCCL WARN\b.{0,400}(?:Connection (?:reset|refused|closed)|Connect to .{0,400} failed|socket\w*: .{0,400}failed"
          r"|Call to \w+ failed|Broken pipe|timed out|[Tt]imeout|Net : Connection closed)"
-         r"|gloo/transport/\S+\] (?:Connection closed by peer|Connection reset|Timed out)",
+         r"|gloo/transport/\S+\] (?:Connection closed by peer|Connection reset|Timed out"
+         r"|connect \S+: (?:No route to host|Connection refused|Network is unreachable|Connection timed out))",
          "NCCL lost a connection between ranks", warnings_ok=True),
     Rule("dist.store", "nccl_comm", R_NCCL - 5, 0.7,
          ("rendezvous", "diststoreerror", "tcpstore"),

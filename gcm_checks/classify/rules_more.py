@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Dict, Tuple
 
+from gcm_checks.classify.rules_docs import DOC_RULES
 from gcm_checks.classify.rules import (
     KERNEL, R_CANCEL, R_CUDA, R_DATA, R_ENV, R_EXCEPTION, R_GPU_HW, R_HOST_OOM_SLURM, R_NCCL, R_NODE_FAIL, R_NUMERIC, R_OOM,
     R_NET, R_SCHED, R_SIGNAL, R_STORAGE, R_SUCCESS, R_VAGUE, RULES, Rule,
@@ -137,8 +138,9 @@ MORE_RULES: Tuple[Rule, ...] = (
          "a process was SIGKILLed with no other error, which is what the OOM killer does"),
     Rule("shell.sigterm", "cancelled_user", R_CANCEL - 10, 0.45,
          ("terminated", "exitcode", "signal 15", "exit code 143", "exit status 143"),  # "received signal 15"
-         # srun's "task 3: Terminated" is srun stopping the other tasks, not a cancel.
-         r"^(?![^\n]{0,300}\btasks? [\d,-]+: )(?:[^\n]{0,300}[\s\\])?Terminated\s*$|exitcode\s*:\s*-15\b|failed \(exitcode: -15\)|(?:status|exit) code:? 143\b"
+         # srun's "task 3: Terminated" is srun stopping the other tasks, not a cancel;
+         # kubectl's "State: Terminated" is any finished container, whatever its exit.
+         r"^(?![^\n]{0,300}\btasks? [\d,-]+: )(?!\s*(?:Last )?(?:State|Reason|Phase|Status):\s)(?:[^\n]{0,300}[\s\\])?Terminated\s*$|exitcode\s*:\s*-15\b|failed \(exitcode: -15\)|(?:status|exit) code:? 143\b"
          r"|exit status 143\b|terminated by signal 15\b|exits with return code = -15\b|received signal 15\b",
          "the job was sent SIGTERM (scancel/qdel; a time limit or preemption would say so)"),
     # ---- numeric divergence, as other frameworks say it ------------------------------
@@ -186,18 +188,19 @@ MORE_RULES: Tuple[Rule, ...] = (
          ("ran out of memory",), r"\bran out of memory\b(?! in memory space)",
          "the node ran out of memory", warnings_ok=True, flags=re.IGNORECASE),
     # ---- job state as sacct / seff / scontrol print it in a log -------------------
-    # "State: COMPLETED (exit code 0)" (seff), "... COMPLETED      0:0" (sacct).
+    # "State: COMPLETED (exit code 0)" (seff), "... COMPLETED      0:0" (sacct), and
+    # "...|COMPLETED|0:0" (sacct -p / --parsable2).
     Rule("sacct.completed", "success", R_SUCCESS + 2, 0.8,
-         ("completed",), r"\bState:\s+COMPLETED\b|JobState=COMPLETED\b|\sCOMPLETED\s+0:0\b",
+         ("completed",), r"\bState:\s+COMPLETED\b|JobState=COMPLETED\b|[\s|]COMPLETED[\s|]+0:0\b",
          "the scheduler reports the job COMPLETED", warnings_ok=True),
     Rule("sacct.timeout", "timeout_walltime", R_SCHED, 0.9,
-         ("timeout",), r"\bState:\s+TIMEOUT\b|\sTIMEOUT\s+\d+:\d+\b",
+         ("timeout",), r"\bState:\s+TIMEOUT\b|[\s|]TIMEOUT[\s|]+\d+:\d+\b",
          "the scheduler reports the job TIMEOUT", terminal=True, warnings_ok=True),
     Rule("sacct.oom", "host_oom", R_HOST_OOM_SLURM, 0.9,
-         ("out_of_me",), r"\bState:\s+OUT_OF_MEMORY\b|\sOUT_OF_ME(?:MORY|\+)\s+\d+:\d+\b",
+         ("out_of_me",), r"\bState:\s+OUT_OF_MEMORY\b|[\s|]OUT_OF_ME(?:MORY|\+)[\s|]+\d+:\d+\b",
          "the scheduler reports the job OUT_OF_MEMORY", warnings_ok=True),
     Rule("sacct.node_fail", "node_failure", R_NODE_FAIL, 0.9,
-         ("node_fail",), r"\bState:\s+NODE_FAIL\b|\sNODE_FAIL\s+\d+:\d+\b",
+         ("node_fail",), r"\bState:\s+NODE_FAIL\b|[\s|]NODE_FAIL[\s|]+\d+:\d+\b",
          "the scheduler reports NODE_FAIL", terminal=True, warnings_ok=True),
     # ---- preemption as Kueue, Kubernetes and the clouds say it ----------------------
     Rule("cloud.preempted", "preempted", R_SCHED, 0.85,
@@ -283,7 +286,9 @@ MORE_RULES: Tuple[Rule, ...] = (
     Rule("gpu.gsp_timeout", "gpu_hardware", R_GPU_HW - 2, 0.85,
          ("timeout waiting for rpc from gsp", "gsp rpc"), r"Timeout waiting for RPC from GSP|GSP RPC timeout",
          "the GPU's system processor (GSP) stopped answering the driver", warnings_ok=True, flags=re.IGNORECASE),
-    Rule("gpu.unavailable", "gpu_hardware", R_CUDA - 3, 0.55,
+    # Above cuda.error: "CUDA error: CUDA-capable device(s) is/are busy or
+    # unavailable" is this message, not a generic CUDA error.
+    Rule("gpu.unavailable", "gpu_hardware", R_CUDA + 1, 0.55,
          ("busy or unavailable", "devicesunavailable", "no devices were found"),
          r"CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable|^No devices were found$",
          "a GPU is unavailable (held by another process, or in a bad state)"),
@@ -344,17 +349,22 @@ MORE_RULES: Tuple[Rule, ...] = (
 )
 
 # ---- kernel-log lines for GPU hardware (one marked place, issue 14) -----------------
-# Helper i18 is teaching gcm_checks.xid to read fallen-off-the-bus without an
-# Xid and NVSwitch SXids; until the classifier uses that parser for kernel
-# lines, these patterns recognise them here. Keep them in this block only.
+# NVRM Xid lines (and fallen-off-the-bus lines that carry "Xid") are read by
+# gcm_checks.xid.parse and SXid lines by gcm_checks.xid.sxid (scan._judge_xid,
+# scan._judge_sxid), so `classify` and `xid scan` judge them alike. The other
+# patterns here are driver messages gcm_checks.xid has no parser for.
 KERNEL_HW_RULES: Tuple[Rule, ...] = (
     Rule("kernel.gpu_init_failed", "gpu_hardware", R_GPU_HW, 0.9,
          ("rminitadapter failed", "failed to initialize the nvidia gpu", "failed to allocate nvrm"),
          r"RmInitAdapter failed|Failed to initialize the NVIDIA GPU at|NVRM: GPU \S+: RmInitAdapter",
          "the NVIDIA driver failed to initialise a GPU"),
-    Rule("kernel.nvswitch_sxid", "gpu_hardware", R_GPU_HW, 0.85,
+    # Judged by the XID package's own SXid parser and the Fabric Manager guide's
+    # catalogue (gcm_checks.xid.sxid): fatal, or non-fatal with stalled NVLink traffic
+    # -> gpu_hardware above the CUDA errors it causes; other non-fatal -> a hint
+    # only; ignorable and register-detail lines -> nothing (scan._judge_sxid).
+    Rule("kernel.nvswitch_sxid", "gpu_hardware", R_GPU_HW, 0.9,
          ("sxid",), r"\bSXid\b.{0,80}\d+",
-         "an NVSwitch reported an error (SXid)"),
+         "an NVSwitch reported a fatal error (SXid)", judge="sxid"),
     Rule("kernel.nvlink_error", "gpu_hardware", R_GPU_HW - 2, 0.8,
          ("nvlink",), r"NVLink:? .{0,200}(?:fatal|error|link down|training failed)|NVLINK Error",
          "an NVLink link failed", flags=re.IGNORECASE),
@@ -364,7 +374,7 @@ KERNEL_HW_RULES: Tuple[Rule, ...] = (
          "a GPU dropped off the PCIe bus"),
 )
 
-ALL_RULES: Tuple[Rule, ...] = RULES + MORE_RULES + KERNEL_HW_RULES
+ALL_RULES: Tuple[Rule, ...] = RULES + MORE_RULES + KERNEL_HW_RULES + DOC_RULES
 ALL_BY_ID: Dict[str, Rule] = {r.id: r for r in ALL_RULES}
 if len(ALL_BY_ID) != len(ALL_RULES):  # pragma: no cover - a table typo
     raise ValueError("duplicate rule id in ALL_RULES")

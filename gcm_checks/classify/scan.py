@@ -368,6 +368,45 @@ def _kernel_reading(line: str) -> Any:
     return parse_xid(line)
 
 
-_JUDGES = {"xid": _judge_xid}
+def _judge_sxid(line: str) -> Optional[Tuple[str, str, int, float, str]]:
+    """An NVSwitch SXid line judged by gcm_checks.xid.sxid (item 3: one parser, not two).
+
+    A fatal SXid (the driver's own verdict, or an always-fatal code) stalls NVLink
+    traffic until the switch is reset: the CUDA/NCCL errors after it are fallout,
+    so it ranks with the hardware XIDs; so does a non-fatal one whose documented
+    impact is stalled traffic. Other non-fatal ones (replays, heartbeats) are only
+    a hint (they outrank nothing but "could not tell"); ignorable ones and
+    register-detail lines are dropped.
+    """
+    try:
+        from gcm_checks.xid.sxid import CATALOG, ParsedSxid, assess, lookup, parse_sxid
+    except ImportError:  # pragma: no cover - the xid package ships with us
+        return None
+    parsed = parse_sxid(line)
+    if parsed is None:
+        # Not the driver's line: a tool's or a person's "SXid 20034" counts only for
+        # a code in the Fabric Manager guide (the driver's register-detail lines,
+        # "SXid (PCI:...): 20034, Severity 1 ...", are never events).
+        bare = None if "SXid (" in line else re.search(r"\bSXid\b\D{0,20}?(\d{5})\b", line)
+        if bare is None or int(bare.group(1)) not in CATALOG:
+            return None
+        code = int(bare.group(1))
+        # No verdict printed: the guide's own grouping of the code (fatal tables D.5/D.6) stands in for it.
+        parsed = ParsedSxid(None, "", code, True if lookup(code).kind in ("fatal", "always_fatal") else None, None, "")
+    a = assess(parsed)
+    what = f"SXid {parsed.code}" + (f" ({a.name})" if a.name else "")
+    if a.severity == "fail":
+        return ("kernel.nvswitch_sxid", "gpu_hardware", 94, 0.9, f"an NVSwitch reported a fatal {what}")
+    if a.severity == "warn" and "stall" in lookup(parsed.code).impact.lower():
+        # Non-fatal for the switch, not for the job: the guide says NVLink traffic
+        # on that port stalls and CUDA jobs abort (XID 45), e.g. 12028.
+        return ("kernel.nvswitch_sxid.stall", "gpu_hardware", 90, 0.8,
+                f"an NVSwitch reported {what}, which stalls NVLink traffic and aborts CUDA jobs")
+    if a.severity == "warn":
+        return ("kernel.nvswitch_sxid.nonfatal", "gpu_hardware", 8, 0.45, f"an NVSwitch reported a non-fatal {what}")
+    return None
+
+
+_JUDGES = {"xid": _judge_xid, "sxid": _judge_sxid}
 
 

@@ -76,3 +76,30 @@ def summary_line(kind: str, node: str, verdict: Status, results: List[CheckResul
 def emit_json(doc: Dict[str, Any]) -> None:
     json.dump(doc, sys.stdout, indent=2, sort_keys=False)
     sys.stdout.write("\n")
+
+
+def render(args: argparse.Namespace, kind: str, node: str, results: List[Any], v: Any, drain_reason: Optional[str],
+           action: Optional[str], extra: Optional[dict] = None, decision: Any = None) -> None:
+    from gcm_checks.commands._suite import emit_json, render_table, result_rows, summary_line
+    from gcm_checks.result import Status
+
+    if args.json:
+        doc = {"verdict": v.value, "drain_reason": drain_reason, "node": node, "action": action,
+               "results": result_rows(results)}
+        if decision is not None:
+            doc.update(report_only=decision.report_only, would_drain=action == "would drain",
+                       config_error=decision.config_error, decision=decision.to_dict())
+        doc.update(extra or {})
+        emit_json(doc)
+    elif sys.stdout.isatty() or getattr(args, "dry_run", False) or v is not Status.PASS:
+        render_table(results)
+    from gcm_checks.decide import action_words
+
+    words = action_words(action)
+    if decision is not None and decision.config_error:
+        words = f"{words or 'no change'} [config error: defaults, report-only]"
+    elif decision is not None and decision.report_only and words:
+        words += " [report-only]"
+    worst = decision.failure if decision is not None else None
+    print(summary_line(kind, node, v, results, words, worst=worst), file=sys.stderr)
+

@@ -36,12 +36,12 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f"gcm-checks check: {e}", file=sys.stderr)
         return 2
-    from gcm_checks import runner
+    from gcm_checks import suite
 
-    ctx = runner.build_context(settings, sim=args.sim, budget_s=args.budget)
+    ctx = suite.build_context(settings, sim=args.sim, budget_s=args.budget)
     ctx.started = t0
     try:
-        results = runner.run_suite(args.tag, ctx)
+        results = suite.run_suite(args.tag, ctx)
     finally:
         ctx.close()
     for w in ctx.config_warnings:

@@ -29,7 +29,7 @@ BROKEN_MEANS = ("prolog, epilog and health run the hardware checks with built-in
                 "nothing is drained, the log has a config_error line, the gcm_config_error metric is 1")
 
 
-# What the nodes do with an unknown id in checks.disabled (gcm_checks.runner).
+# What the nodes do with an unknown id in checks.disabled (gcm_checks.suite).
 UNKNOWN_ID_MEANS = ("the id is ignored with a config_warning line in the log; every other setting applies and "
                     "the check the id was meant to disable still runs")
 

@@ -1,4 +1,5 @@
-"""``gcm-checks health``: the periodic run for Slurm's ``HealthCheckProgram``.
+"""``gcm-checks health``: the periodic run for Slurm's ``HealthCheckProgram``
+(the mode itself: gcm_checks/health.py).
 
 slurmd runs it every ``HealthCheckInterval`` whether or not a job is on the
 node. It runs the ``health`` suite and applies the ownership rules of
@@ -28,15 +29,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from gcm_checks.commands._suite import add_common
-
-# Re-read the node's features at most this often to catch a reconfigure that
-# wiped them (a slurmctld restart leaves no local trace): one cheap
-# REQUEST_NODE_INFO per node every 10 minutes, not one per health run.
-FEATURE_VERIFY_S = 600.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,174 +41,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gcm_checks.commands.prolog import guarded
+    from gcm_checks.guard import guarded
 
     return guarded(args, "health", lambda a, settings, node, _job, log, t0: _run(a, settings, node, log, t0))
 
 
-def housekeeping(settings: Any, node: str, log: Any) -> None:
-    """The periodic chores health mode carries, after the verdict and never
-    able to change it: retry undelivered notifications and assemble job
-    reports whose nodes never all reported (in a detached process, so a dead
-    mail relay cannot slow the health check), and - on the one designated
-    node only - the batched sacct refinement (docs/accounting.md)."""
-    try:
-        if settings.get("notify.channels"):
-            from gcm_checks import notify, report
-
-            notify.spawn_flush(settings, budget_s=float(settings.get("notify.budget_s", 30.0) or 30.0), node=node,
-                               sweep=report.sweep_and_prune)
-    except Exception as e:  # noqa: BLE001 - rule 6
-        log.warning("notify_flush_failed", error=f"{type(e).__name__}: {e}")
-    try:
-        from gcm_checks.accounting import maybe_refine
-
-        out = maybe_refine(settings, node)
-        if out is not None:
-            log.info("refine", result=str(out)[:500])
-    except Exception as e:  # noqa: BLE001
-        log.warning("refine_failed", error=f"{type(e).__name__}: {e}")
-
-
-def health_features(results: List[Any]) -> Optional[List[str]]:
-    """gcm features for a verdict; None when we could not tell (change nothing)."""
-    from gcm_checks.decide import health_features as hf
-
-    return hf(results)
-
-
-def passed_checks(results: List[Any]) -> List[str]:
-    """Check ids whose every result passed (a check may report per GPU)."""
-    from gcm_checks.result import Status
-
-    seen: Dict[str, bool] = {}
-    for r in results:
-        seen[r.check] = seen.get(r.check, True) and r.status is Status.PASS
-    return sorted(c for c, ok in seen.items() if ok)
-
-
-def _drain_events(actions: Dict[str, Any], node: str) -> List[Any]:
-    """Drains and resumes health made, as OTLP log records."""
-    from gcm_checks.telemetry.events import slurm_action_event
-
-    return [e for e in (slurm_action_event(kind, a, node) for kind, a in actions.items()) if e is not None]
-
-
-def decide_and_apply(backend: Any, node: str, results: List[Any], *, state_dir: str, log: Any,
-                     resume_on_pass: bool = True, verify_features: bool = False,
-                     context: Any = None, settings: Any = None) -> Dict[str, Any]:
-    """All of health mode's Slurm side effects, as the decision core decides
-    them; returns what was done, for the log and --json."""
-    from gcm_checks import slurm
-    from dataclasses import replace
-
-    from gcm_checks.decide import NodeContext, action_words, decide
-    from gcm_checks.result import Status
-
-    ctx = context if context is not None else NodeContext(resume_on_pass=resume_on_pass)
-    d = decide(results, "health", ctx)
-    if d.report_only or d.failure is None:
-        from types import SimpleNamespace
-
-        from gcm_checks.node_action import note_would_drain
-
-        note_would_drain(SimpleNamespace(state_dir=state_dir, node=node), d, log)
-    actions: Dict[str, Any] = {}
-    would = isinstance(backend, slurm.DryRunBackend)
-    if d.node_action == "drain" and d.report_only:
-        log.warning("would_drain", reason=d.reason, report_only=True, config_error=d.config_error)
-        actions["drain"] = {"action": "would drain", "reason": d.reason, "previous_reason": None}
-    elif d.node_action == "drain" and settings is not None and _braked(settings, node, d, log, backend):
-        d = decide(results, "health", replace(ctx, brake=_braked(settings, node, d, log, backend)))
-        actions["drain"] = {"action": "braked", "reason": None, "previous_reason": None, "why": d.brake}
-    elif d.node_action == "drain":
-        out = slurm.apply_drain(backend, node, d.reason, state_dir=state_dir, log=log, check=d.failure.check)
-        actions["drain"] = {"action": action_words(out.action, would) if would else out.action, "reason": out.reason,
-                            "previous_reason": out.previous_reason}
-    elif d.node_action == "resume-if-passed":
-        res = slurm.resume_if_passed(backend, node, passed_checks(results), state_dir=state_dir, log=log)
-        if res is not None:
-            actions["resume"] = {"action": res.action, "previous_reason": res.previous_reason}
-    elif d.report_only and slurm.drain_record(state_dir, node) is not None:
-        log.info("would_resume_if_passed", note="report-only: no resume")
-    want = d.features
-    if want is not None:
-        failing = sorted({r.check for r in results if r.status in (Status.FAIL, Status.WARN)})
-        status = "ok" if want == ["gcm_ok"] else "degraded"
-        rec = slurm.feature_record(state_dir, node)
-        stale = rec is None or (time.time() - float(rec.get("time") or 0)) > FEATURE_VERIFY_S
-        out_f = slurm.apply_features(backend, node, want, slurm.summary_extra(status, failing), state_dir=state_dir,
-                                     log=log, verify=verify_features or stale, manage=("gcm_ok", "gcm_degraded"),
-                                     stamp=slurm.conf_stamp())
-        if out_f.action != "unchanged":
-            actions["features"] = {"action": out_f.action, "features": list(out_f.features), "detail": out_f.detail}
-    elif d.report_only:
-        wanted = health_features(results)
-        if wanted:
-            actions["features"] = {"action": "would set", "features": wanted, "detail": "report-only"}
-    actions["_decision"] = d
-    return actions
-
-
-def _braked(settings: Any, node: str, decision: Any, log: Any, backend: Any) -> Optional[str]:
-    """The mass-drain brake's answer, read once per run (cached on the decision's check)."""
-    key = (node, decision.failure.check)
-    if key not in _BRAKE_CACHE:
-        from gcm_checks.node_action import brake_for
-
-        why = brake_for(settings, node, decision, log)
-        _BRAKE_CACHE[key] = why[len("braked: "):] if why else None
-    return _BRAKE_CACHE[key]
-
-
-_BRAKE_CACHE: Dict[Any, Optional[str]] = {}
-
-
 def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float) -> int:
-    from gcm_checks import runner, slurm
+    from gcm_checks import health
     from gcm_checks.commands._suite import emit_json, render_table, result_rows, summary_line
-    from gcm_checks.result import Status, verdict
+    from gcm_checks.result import Status
 
-    ctx = runner.build_context(settings, sim=args.sim, budget_s=args.budget, dry_run=bool(getattr(args, "dry_run", False)))
-    from gcm_checks.commands.prolog import telemetry_on
-
-    ctx.hw_telemetry = telemetry_on(settings, "health")
-    ctx.started = t0
-    log.info("start", sim=ctx.sim.get("name") if ctx.sim else None, budget_s=ctx.budget_s, config=settings.source)
-    try:
-        results = runner.run_suite("health", ctx)
-    finally:
-        ctx.close()
-    for w in ctx.config_warnings:
-        log.warning("config_warning", detail=w)
-    v = verdict(results)
-    for r in results:
-        if r.status is not Status.PASS:
-            log.info("result", **r.to_dict())
-    backend = slurm.backend_from_settings(settings, dry_run=getattr(args, "dry_run", False),
-                                          out=sys.stderr if args.json else sys.stdout, log=log)
-    resume = bool(settings.get("slurm.resume_on_pass", True)) and not args.no_resume
-    from gcm_checks.node_action import node_context
-
-    actions = decide_and_apply(backend, node, results, state_dir=str(ctx.state_dir), log=log,
-                               verify_features=args.reapply, context=node_context(args, settings, resume_on_pass=resume),
-                               settings=settings)
-    decision = actions.pop("_decision")
-    if decision.brake:
-        v = decision.verdict  # suspected cluster-wide cause: unknown, not a hardware verdict
-    log.info("done", verdict=v.value, duration_s=round(time.monotonic() - t0, 4), actions=actions, decision=decision.admin)
-    if not getattr(args, "dry_run", False):
-        housekeeping(settings, node, log)
-    from gcm_checks.commands.prolog import _telemetry
-
-    drain_action = (actions.get("drain") or {}).get("action")
-    # Health reads back our own drain record, so the one gcm_node_drained
-    # series says what gcm holds now, whoever (prolog, epilog, health) drained.
-    drained = slurm.drain_record(str(ctx.state_dir), node) is not None
-    _telemetry(results, settings, node, None, "health", drain_action, log,
-               xids=[e.to_dict() for e in getattr(ctx.facts.get("xid"), "events", ())], t0=t0, ctx=ctx,
-               drained=drained,
-               log_events=_drain_events(actions, node) if settings.get("telemetry.otlp_endpoint") else ())
+    out = health.run(args, settings, node, log, t0)
+    results, v, actions, decision = out.results, out.verdict, out.actions, out.decision
     action_text = ", ".join(f"{k}: {a['action']}" for k, a in actions.items()) or None
     if decision.config_error:
         action_text = f"{action_text or 'no change'} [config error: defaults, report-only]"
@@ -221,7 +60,7 @@ def _run(args: argparse.Namespace, settings: Any, node: str, log: Any, t0: float
         action_text += " [report-only]"
     if args.json:
         emit_json({"verdict": v.value, "node": node, "actions": actions, "results": result_rows(results),
-                   "report_only": decision.report_only, "would_drain": drain_action == "would drain",
+                   "report_only": decision.report_only, "would_drain": out.drain_action == "would drain",
                    "config_error": decision.config_error, "decision": decision.to_dict()})
     elif sys.stdout.isatty() or getattr(args, "dry_run", False) or v is not Status.PASS:
         render_table(results)

@@ -23,10 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def gather(settings: Any, sim: Any = None) -> Dict[str, Any]:
-    from gcm_checks import runner
+    from gcm_checks import suite
     from gcm_checks.gather import ib
 
-    ctx = runner.build_context(settings, sim=sim, dry_run=True)
+    ctx = suite.build_context(settings, sim=sim, dry_run=True)
     try:
         pci = ctx.pci_facts()
         gpu = ctx.gpu_facts()

@@ -106,7 +106,7 @@ def _run(args: argparse.Namespace, settings: Any, level: Any, node: str, log: An
     import os
 
     from gcm_checks.commands._suite import emit_json, render_table, summary_line
-    from gcm_checks.qualify import run as qrun
+    from gcm_checks.qualify import qualification as qrun
 
     results_dir = args.results_dir or settings.get("qualify.results_dir")
     bar = ProgressBar(node, level.name, sys.stderr, live=sys.stderr.isatty() and not args.json)

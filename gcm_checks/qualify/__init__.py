@@ -13,7 +13,8 @@ Modules, each one concern:
 * ``judge`` - pure functions from measurements to results;
 * ``levels`` - what quick / standard / deep run;
 * ``results`` - the versioned JSON result file (atomic) the fleet report reads;
-* ``run`` - the orchestration the ``qualify`` command calls.
+* ``qualification`` - the orchestration the ``qualify`` command calls: run
+  the level's phases, then publish the outcome.
 
 Nothing here is imported on the prolog path; PyTorch and CuPy are imported
 only inside the probe that uses them.

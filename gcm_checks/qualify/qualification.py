@@ -66,7 +66,7 @@ def with_disabled(settings: Any, ids: Sequence[str]) -> Any:
 
 def run_phases(ctx: Any, level: Level, progress: Optional[Progress] = None) -> List[CheckResult]:
     """Each suite of ``level`` in order on one context; each check once."""
-    from gcm_checks import runner
+    from gcm_checks import suite
     from gcm_checks.checks import load_all
     from gcm_checks.registry import select
 
@@ -82,7 +82,7 @@ def run_phases(ctx: Any, level: Level, progress: Optional[Progress] = None) -> L
             progress(i, total, tag, None)
         ctx.settings = settings
         try:
-            results = runner.run_suite(tag, ctx) if specs else []
+            results = suite.run_suite(tag, ctx) if specs else []
         finally:
             ctx.settings = base
         already.extend(s.id for s in specs)
@@ -101,10 +101,10 @@ def qualify(
     budget_s: Optional[float] = None,
 ) -> QualifyOutcome:
     """Run the level on this node. Takes no Slurm action (see ``publish``)."""
-    from gcm_checks import runner
+    from gcm_checks import suite
 
     started = time.time()
-    ctx = runner.build_context(settings, sim=sim, budget_s=budget_s if budget_s is not None else level.budget_s)
+    ctx = suite.build_context(settings, sim=sim, budget_s=budget_s if budget_s is not None else level.budget_s)
     ctx.dcgm_level = level.dcgm_level
     # The qualification is the "job": XIDs count from its start (rule 4).
     ctx.window = (started, started + ctx.budget_s)

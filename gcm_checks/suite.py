@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from gcm_checks.registry import gatherer
 from gcm_checks.result import CheckResult, Status, failed, unknown
 
 # Margin kept at the end of the budget for judging, logging and the Slurm call.
 JUDGE_MARGIN_S = 0.3
 # Areas where a gatherer that outlives the whole run budget means the
 # hardware is wedged. None: the GPU gatherer judges each GPU against its own
-# NVML deadline and always returns inside the budget, so when the runner's
+# NVML deadline and always returns inside the budget, so when the suite's
 # deadline fires first it was our time that ran out (interpreter start-up,
 # CPU contention with 50 prologs at once) - "could not tell", never a drain.
 HANG_IS_FAILURE: set = set()
@@ -76,7 +77,7 @@ class Context:
             if self._gpu_facts is None:
                 from gcm_checks.gather import nvml
 
-                # Finish inside the runner's gather deadline so a hung GPU is
+                # Finish inside the suite's gather deadline so a hung GPU is
                 # judged per GPU (gpu.responsive), not as a whole-area timeout.
                 # The deadlines passed are the hardware's own; ``total`` (our
                 # budget) may cut them short, and gather then marks the facts
@@ -141,6 +142,33 @@ class Context:
         self._tmpdirs.clear()
 
 
+@gatherer("gpu")
+def gather_gpu(ctx: Context) -> Any:
+    """The GPU area's facts: the run's NVML snapshot (``Context.gpu_facts``,
+    shared with the XID scan) with what the PCI bus shows and who owns the
+    GPU processes. The suite gathers them and hands them to the GPU checks;
+    the checks never see the context."""
+    from dataclasses import replace
+
+    facts = ctx.gpu_facts()
+    extra: dict = {}
+    # Neither extra may cost the NVML facts: a failure leaves it None, which
+    # the checks read as "cannot tell" (no bus comparison; no job owners).
+    try:
+        extra["pci"] = ctx.pci_facts()
+    except Exception:  # noqa: BLE001 - our bug or an odd sysfs: not a GPU fault
+        pass
+    pids = [int(p["pid"]) for g in facts.gpus for p in g.processes]
+    if pids:
+        from gcm_checks.gather import jobs
+
+        try:
+            extra["jobs"] = jobs.gather(str(ctx.sysfs_root()), pids, str(ctx.state_dir) if ctx.state_dir else None, ctx.node)
+        except Exception:  # noqa: BLE001
+            pass
+    return replace(facts, **extra) if extra else facts
+
+
 def _apply_severity(r: CheckResult, overrides: Dict[str, str]) -> CheckResult:
     # Admins may soften or harden a check; "pass" stays pass and "unknown"
     # stays unknown so an override can never hide that we could not tell.
@@ -173,7 +201,7 @@ def unknown_disabled(disabled: List[Any]) -> List[str]:
 def run_suite(tag: str, ctx: Context) -> List[CheckResult]:
     from gcm_checks.checks import load_all
     from gcm_checks.deadline import DeadlineExceeded, run_all
-    from gcm_checks.registry import GATHERERS, select
+    from gcm_checks.registry import GATHERERS, run_check, select
 
     load_all(tag)
     disabled = ctx.settings.get("checks.disabled", []) or []
@@ -210,10 +238,7 @@ def run_suite(tag: str, ctx: Context) -> List[CheckResult]:
         facts, gather_s = value
         ctx.facts[spec.needs] = facts
         t0 = time.monotonic()
-        try:
-            out = spec.fn(facts, ctx.settings)
-        except Exception as e:  # noqa: BLE001 - our bug is "unknown", never a drain
-            out = [unknown(spec.id, f"internal error in check: {type(e).__name__}: {e}")]
+        out = run_check(spec, facts, ctx.settings)  # stamps the row's id on each result
         dt = gather_s + (time.monotonic() - t0)
         from dataclasses import replace
 
@@ -225,6 +250,25 @@ def _timed(fn: Any, ctx: Context) -> Tuple[Any, float]:
     t0 = time.monotonic()
     facts = fn(ctx)
     return facts, time.monotonic() - t0
+
+
+def run_checks(kind: str, ctx: Any, log: Any) -> Tuple[List[Any], Any, Optional[Any]]:
+    """Run the suite; return (results, verdict, the failure that names a drain)."""
+    from gcm_checks.decide import pick_failure
+    from gcm_checks.result import Status, verdict
+
+    log.info("start", sim=ctx.sim.get("name") if ctx.sim else None, budget_s=ctx.budget_s, config=ctx.settings.source)
+    try:
+        results = run_suite(kind, ctx)
+    finally:
+        ctx.close()
+    for w in ctx.config_warnings:
+        log.warning("config_warning", detail=w)
+    for r in results:
+        if r.status is not Status.PASS:
+            log.info("result", **r.to_dict())
+    return results, verdict(results), pick_failure(results)
+
 
 
 def build_context(settings: Any, *, sim: Optional[str] = None, budget_s: Optional[float] = None, **kw: Any) -> Context:
