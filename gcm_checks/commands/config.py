@@ -8,7 +8,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, List
+from typing import TYPE_CHECKING, Any, List
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,10 +47,10 @@ def _error(args: argparse.Namespace, e: Any, on_nodes: str) -> int:
     return 1
 
 
-def advice(settings: Any) -> List[str]:
+def advice(settings: "Settings") -> List[str]:
     """Valid but probably not meant: each a sentence for the admin."""
     out = []
-    budget = float(settings.get("budget_s"))
+    budget = settings.budget_s
     for key in ("gpu.nvml_timeout_s", "gpu.nvml_init_timeout_s"):
         v = float(settings.get(key))
         if v >= budget * 0.8:
