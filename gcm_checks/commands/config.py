@@ -51,8 +51,8 @@ def advice(settings: "Settings") -> List[str]:
     """Valid but probably not meant: each a sentence for the admin."""
     out = []
     budget = settings.budget_s
-    for key in ("gpu.nvml_timeout_s", "gpu.nvml_init_timeout_s"):
-        v = float(settings.get(key))
+    gpu = settings.gpu
+    for key, v in (("gpu.nvml_timeout_s", gpu.nvml_timeout_s), ("gpu.nvml_init_timeout_s", gpu.nvml_init_timeout_s)):
         if v >= budget * 0.8:
             out.append(f"{key} ({v:g}s) leaves no room in budget_s ({budget:g}s): a hung GPU is then never given its "
                        f"whole deadline and is reported unknown, not failed")
