@@ -25,7 +25,6 @@ by about 0.5 KB per node, not by the documents (tests/bench/bench_fleet.py:
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import statistics
@@ -192,19 +191,12 @@ def _name_key(path: str) -> Tuple[str, str]:
 
 
 def _read(path: str, level: Optional[str], bad: List[str]) -> Optional[Dict[str, Any]]:
-    from gcm_checks.qualify.results import ResultFileError, validate
+    from gcm_checks.qualify.results import ResultFileError, read
 
     try:
-        with open(path, "rb") as f:
-            doc = validate(json.loads(f.read()), path)
+        doc = read(path)
     except ResultFileError as e:
-        bad.append(str(e))  # names the path already
-        return None
-    except OSError as e:
-        bad.append(f"{path}: {e.strerror or e}")
-        return None
-    except ValueError as e:
-        bad.append(f"{path}: not JSON ({e})")
+        bad.append(str(e))  # names the path and the reason
         return None
     if level and doc.get("level") != level:
         return None

@@ -24,7 +24,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import select
 import signal
 import stat
@@ -272,41 +271,13 @@ def read_tail(
 # Writing
 
 
-def _write_atomic_at(dirfd: int, name: str, data: bytes, mode: int) -> None:
-    tmp = f".{name}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dirfd)
-    try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        os.fchmod(fd, mode)  # umask must not widen or narrow what we chose
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        try:
-            os.unlink(tmp, dir_fd=dirfd)
-        except OSError:
-            pass
-        raise
-    os.close(fd)
-    os.rename(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
-    os.fsync(dirfd)  # the rename itself must survive a crash
-
-
+# The one atomic writer lives in jsonfile (import-light, on the prolog path).
+# Deprecated alias for notify/outbox.py (another helper's file); the lead
+# points it at jsonfile.write_atomic after merging, then this goes.
 def atomic_write(path: str, data: bytes, *, mode: int = 0o640) -> str:
-    """Write ``path`` all at once: temp file, fsync, rename, fsync the dir.
+    from gcm_checks.jsonfile import write_atomic
 
-    For gcm-checks' own (root-owned) spool. Readers never see half a file.
-    """
-    d, name = os.path.split(os.path.abspath(path))
-    os.makedirs(d, mode=0o755, exist_ok=True)
-    dirfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        _write_atomic_at(dirfd, name, data, mode)
-    finally:
-        os.close(dirfd)
-    return os.path.join(d, name)
+    return write_atomic(path, data, mode=mode)
 
 
 def write_user_file(
@@ -329,12 +300,14 @@ def write_user_file(
     if "/" in name or name in ("", ".", ".."):
         raise ValueError(f"bad file name {name!r}")
 
+    from gcm_checks.jsonfile import write_atomic
+
     def work() -> dict:
         dirfd = open_nofollow(directory, os.O_RDONLY | os.O_DIRECTORY)
         try:
             # Whether the user may write here is the kernel's call: we are
             # the user by now (or root writing for root).
-            _write_atomic_at(dirfd, name, data, mode)
+            write_atomic(name, data, mode=mode, dir_fd=dirfd)
         finally:
             os.close(dirfd)
         return {"ok": True}
@@ -349,23 +322,10 @@ def write_user_file(
 
 
 # --------------------------------------------------------------------------
-# Text that came out of a log
-
-# CSI / OSC / other ESC sequences, then C0/C1 controls except tab and newline.
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-_CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def clean_text(raw: "bytes | str") -> str:
-    """Log bytes -> printable text: no escape sequences, no control codes.
-
-    An admin who ``cat``s a report must not have their terminal rewritten by
-    a user's log (OSC 52 can even write the clipboard). HTML escaping is the
-    HTML renderer's job; this only removes what no renderer should pass on.
-    """
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return _CTRL.sub("", _ANSI.sub("", text))
+# Text that came out of a log: gcm_checks.text is the one sanitiser. This
+# alias stays for notify/runs.py (another helper's file) until the lead
+# points it at gcm_checks.text after merging.
+from gcm_checks.text import clean_text  # noqa: E402,F401
 
 
 def human_bytes(n: int) -> str:

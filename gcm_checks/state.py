@@ -1,7 +1,8 @@
 """Small node-local state files (atomic JSON) under ``state_dir``.
 
-One atomic-write helper for every piece of local state (job start times, XID
-history and scan marks, IB counter baselines, drain records, run status).
+The job start records and would-drain records, written and read through
+gcm_checks.jsonfile (the one atomic writer and bounded reader) like every
+other state file.
 
 The prolog records each job's start time here: Slurm 22.05 gives the epilog
 no start time, and the epilog's XID window begins there.
@@ -9,112 +10,30 @@ no start time, and the epilog's XID window begins there.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import time
 from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Optional
 
-PathLike = Union[str, "os.PathLike[str]"]
+from gcm_checks.jsonfile import (MAX_JSON_BYTES, MAX_JSON_DEPTH, PathLike, json_depth,  # noqa: F401 - json_depth: legacy
+                                 parse_json, read_bytes, read_json, write_json)
+
+
+# Legacy names, kept only for callers in files other issue-16 helpers own
+# (checks/ib*.py, xid/scan.py, slurm.py, commands/epilog.py, node_action.py):
+# the lead converts them to gcm_checks.jsonfile after merging, then these go.
 
 
 def write_json_atomic(path: PathLike, data: Any, *, fsync: bool = True, sync_dir: bool = False, mode: int = 0o644,
                       **dump_kw: Any) -> None:
-    """Write JSON to a temp file beside ``path`` and rename it into place.
-
-    A crash leaves the old file or the new one, never half of either.
-    ``fsync=False`` for state whose loss is harmless (it costs a disk flush
-    on the prolog path); ``sync_dir`` also makes the rename itself durable.
-    ``mode`` is applied exactly (not through the umask). No tempfile import:
-    this runs before every job.
-    """
-    path = os.fspath(path)
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, mode=0o755, exist_ok=True)
-    tmp = os.path.join(d, f".{os.path.basename(path)}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, **dump_kw)
-            f.write("\n")
-            if fsync:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    if sync_dir:
-        try:
-            dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
-        except OSError:
-            return
-        try:
-            os.fsync(dfd)
-        except OSError:
-            pass
-        finally:
-            os.close(dfd)
+    """Deprecated: ``jsonfile.write_json`` (``durable`` = ``fsync``)."""
+    write_json(path, data, mode=mode, durable=fsync or sync_dir, **dump_kw)
 
 
-# State files are small; anything bigger or deeper is corrupt or planted.
-MAX_STATE_BYTES = 4 * 1024 * 1024
-MAX_JSON_DEPTH = 64
-
-
-def json_depth(text: str) -> int:
-    """Deepest nesting of ``[`` / ``{`` outside strings, without recursion."""
-    depth = deepest = 0
-    in_str = esc = False
-    for ch in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth -= 1
-    return deepest
-
-
-def load_json(path: PathLike, max_bytes: int = MAX_STATE_BYTES, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """Parse a small JSON file; ValueError when it is too big, too deep
-    (json's recursion would raise RecursionError and end the run) or corrupt.
-    Never follows a symlink at the last component (root reads these)."""
-    fd = os.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    with os.fdopen(fd, "rb") as f:
-        raw = f.read(max_bytes + 1)
-    if len(raw) > max_bytes:
-        raise ValueError(f"{path}: larger than {max_bytes} bytes")
-    text = raw.decode("utf-8", "replace")
-    if json_depth(text) > max_depth:
-        raise ValueError(f"{path}: JSON nested deeper than {max_depth}")
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise ValueError(f"{path}: JSON nested too deep") from None
-
-
-def read_json(path: PathLike) -> Optional[Dict[str, Any]]:
-    """The JSON object at ``path``, or None if missing, unreadable, corrupt,
-    oversized or nested absurdly deep."""
-    try:
-        data = load_json(path)
-        return data if isinstance(data, dict) else None
-    except (OSError, ValueError):
-        return None
+def load_json(path: PathLike, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Deprecated: raises where ``jsonfile.read_json`` returns None."""
+    return parse_json(read_bytes(path, max_bytes=max_bytes), max_bytes=max_bytes, max_depth=max_depth)
 
 
 def _job_path(state_dir: PathLike, job_id: str, node: str) -> Path:
@@ -170,7 +89,7 @@ def record_job_start(state_dir: PathLike, job_id: str, node: str, when: Optional
         # (gcm_checks.gather.jobs; the rule for nodes without job cgroups).
         data["gpus"] = sorted(int(g) for g in gpus)
     # No fsync: if a crash loses it, the epilog falls back to slurmctld's StartTime.
-    write_json_atomic(p, data, fsync=False)
+    write_json(p, data, durable=False)
     return p
 
 
@@ -245,8 +164,8 @@ def _would_path(state_dir: PathLike, node: str) -> Path:
 
 
 def record_would_drain(state_dir: PathLike, node: str, mode: str, reason: Optional[str], why: str) -> None:
-    write_json_atomic(_would_path(state_dir, node),
-                      {"node": node, "mode": mode, "reason": reason, "why": why, "time": time.time()}, fsync=False)
+    write_json(_would_path(state_dir, node),
+               {"node": node, "mode": mode, "reason": reason, "why": why, "time": time.time()}, durable=False)
 
 
 def clear_would_drain(state_dir: PathLike, node: str) -> None:

@@ -57,7 +57,7 @@ def test_render_neutralises_control_characters_in_names():
 
 def write_run(tmp_path: Path, index: Path, name: str, **kw) -> Path:
     sf = tmp_path / f"{name}.log.status.json"
-    st.write_json_atomic(str(sf), run_status(name=name, **kw))
+    st.write_run_json(str(sf), run_status(name=name, **kw))
     st.register_run(str(index), name, str(sf))
     return sf
 

@@ -13,7 +13,7 @@ import tempfile
 
 import pytest
 
-from gcm_checks import safeio
+from gcm_checks import jsonfile, safeio, text
 
 UID = GID = 4242
 SECRET = b"root-only secret: s3cr3t-token\n"
@@ -171,13 +171,13 @@ def test_write_into_dir_user_cannot_write_fails(space):
     ],
 )
 def test_clean_text(raw, expected):
-    assert safeio.clean_text(raw) == expected
+    assert text.clean_text(raw) == expected
 
 
 def test_atomic_write_leaves_no_temp_and_replaces(tmp_path):
     p = tmp_path / "d" / "report.json"
-    safeio.atomic_write(str(p), b"one")
-    safeio.atomic_write(str(p), b"two")
+    jsonfile.write_atomic(str(p), b"one")
+    jsonfile.write_atomic(str(p), b"two")
     assert p.read_bytes() == b"two"
     assert sorted(os.listdir(p.parent)) == ["report.json"]
 

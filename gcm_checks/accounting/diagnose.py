@@ -142,6 +142,7 @@ def read_logs(
     logs they can read, nothing more.
     """
     from gcm_checks import safeio
+    from gcm_checks.text import clean_text
     from gcm_checks.classify import LogText
 
     texts: List[Any] = []
@@ -160,7 +161,7 @@ def read_logs(
         if tail.truncated:
             nl = data.find(b"\n")
             data = data[nl + 1:] if 0 <= nl < len(data) - 1 else data
-        texts.append(LogText(name, safeio.clean_text(data)))
+        texts.append(LogText(name, clean_text(data)))
         info.append({"name": name, "path": path, "read": True, "bytes": len(tail.data), "size": tail.size,
                      "truncated": tail.truncated})
     return texts, info

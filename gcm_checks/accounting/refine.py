@@ -26,7 +26,6 @@ runs this pass, which
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -65,19 +64,15 @@ class PassSummary:
 
 
 def read_state(path: str) -> Dict[str, Any]:
-    try:
-        with open(path, "rb") as f:
-            st = json.load(f)
-        return st if isinstance(st, dict) else {}
-    except (OSError, ValueError):
-        return {}
+    from gcm_checks.jsonfile import read_json
+
+    return read_json(path) or {}
 
 
 def write_state(path: str, st: Mapping[str, Any]) -> None:
-    from gcm_checks.safeio import atomic_write
+    from gcm_checks.jsonfile import write_json
 
-    os.makedirs(os.path.dirname(path) or ".", mode=0o755, exist_ok=True)
-    atomic_write(path, json.dumps(st, sort_keys=True).encode(), mode=0o644)
+    write_json(path, st, mode=0o644, sort_keys=True)
 
 
 def due(st: Mapping[str, Any], acc: "Accounting", now: float) -> bool:
@@ -220,13 +215,11 @@ def default_fetch(settings: "Settings") -> Fetch:
 def load_report(settings: "Settings", key: str) -> Tuple[Optional[Dict[str, Any]], str]:
     from gcm_checks.report.assembly import report_paths
 
+    from gcm_checks.jsonfile import read_json
+
     path = report_paths(settings, key)["report.json"]
-    try:
-        with open(path, "rb") as f:
-            doc = json.load(f)
-        return (doc if isinstance(doc, dict) else None), path
-    except (OSError, ValueError):
-        return None, path
+    # A many-node job's report can outgrow the 4 MiB state bound; it is our own file.
+    return read_json(path, max_bytes=64 << 20), path
 
 
 # A report is written by the epilog, after the run ended and after the

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from gcm_checks.classify.model import Evidence, LogText
 from gcm_checks.classify.rules import KERNEL, LOG, WARNING_LINE, Rule
 from gcm_checks.classify.rules_more import ALL_RULES as RULES
+from gcm_checks.text import one_line
 
 # Only the end of a text is scanned: a failed job's cause is at the end, and
 # this keeps a huge --batch record as cheap as a small one.
@@ -23,8 +24,6 @@ MAX_LINE_CHARS = 8192
 EVIDENCE_CHARS = 300
 MAX_EVIDENCE = 5
 _KERNEL_SOURCES = ("kernel", "dmesg", "syslog", "journal")
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")  # colour codes from rich/tqdm/loguru
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
 
 
 @dataclass(frozen=True)
@@ -113,14 +112,11 @@ class Hit:
 
 
 def sanitize(text: str, limit: int = EVIDENCE_CHARS) -> str:
-    """Log text fit for a drain reason, a shell or HTML: no control chars, bounded.
+    """Log text fit for a drain reason, a shell or HTML: ``gcm_checks.text.one_line``.
 
     Renderers still escape for their medium; this only removes what no medium wants.
     """
-    text = _CONTROL.sub(" ", _ANSI.sub("", text).replace("\t", " ")).strip()
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return text
+    return one_line(text, limit)
 
 
 def _is_kernel(source: str) -> bool:

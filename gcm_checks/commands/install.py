@@ -201,9 +201,9 @@ def render_script(template: str, bin_path: str, config_path: str, slurm_conf: st
 
 def _write_atomic(path: Path, text: str, mode: int) -> None:
     """The project's one atomic writer (temp file, fsync, rename, no symlink follow)."""
-    from gcm_checks.safeio import atomic_write
+    from gcm_checks.jsonfile import write_atomic
 
-    atomic_write(str(path), text.encode("utf-8"), mode=mode)
+    write_atomic(str(path), text.encode("utf-8"), mode=mode)
 
 
 def _plan(args: argparse.Namespace) -> Tuple[Path, Path, Path, str]:

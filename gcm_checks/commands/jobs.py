@@ -63,8 +63,9 @@ def bar(percent: Optional[float], width: int) -> str:
 def _clean(text: object, limit: int = 40) -> str:
     # Names and messages come from users' programs: printable only, bounded,
     # so a crafted run name cannot drive an admin's terminal.
-    s = "".join(c if c.isprintable() else "?" for c in str(text))
-    return s[:limit]
+    from gcm_checks.text import one_line
+
+    return one_line(text, limit)
 
 
 def render(runs: List[dict], *, width: int = 20, now: float) -> List[str]:

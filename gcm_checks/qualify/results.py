@@ -101,12 +101,12 @@ def file_name(node: str, finished_iso: str, level: str) -> str:
 
 def write(results_dir: str, doc: Dict[str, Any]) -> str:
     """Write ``doc`` atomically into ``results_dir``; returns the path."""
-    from gcm_checks.safeio import atomic_write
+    from gcm_checks.jsonfile import write_atomic
 
     path = os.path.join(os.path.expanduser(results_dir), file_name(doc["node"], doc["finished"], doc["level"]))
     data = (json.dumps(doc, indent=1, sort_keys=False) + "\n").encode("utf-8")
     # 0644: the fleet report runs as an admin, not necessarily as root.
-    return atomic_write(path, data, mode=0o644)
+    return write_atomic(path, data, mode=0o644)
 
 
 def validate(doc: Any, where: str = "(document)") -> Dict[str, Any]:
@@ -123,10 +123,16 @@ def validate(doc: Any, where: str = "(document)") -> Dict[str, Any]:
     return doc
 
 
+MAX_RESULT_BYTES = 4 * 1024 * 1024  # one node's result; anything bigger is not ours
+
+
 def read(path: str) -> Dict[str, Any]:
+    """The validated result at ``path``; ResultFileError (with the reason) otherwise."""
+    from gcm_checks.jsonfile import parse_json, read_bytes
+
     try:
-        with open(path, "rb") as f:
-            doc = json.loads(f.read())
+        # Bounded (size and depth) like every JSON read, but the reason is kept for the report.
+        doc = parse_json(read_bytes(path, max_bytes=MAX_RESULT_BYTES), max_bytes=MAX_RESULT_BYTES)
     except OSError as e:
         raise ResultFileError(f"{path}: {e.strerror or e}") from None
     except ValueError as e:

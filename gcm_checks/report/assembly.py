@@ -59,12 +59,12 @@ def report_paths(settings: "Settings", key: str) -> Dict[str, str]:
 def write_report(report: Mapping[str, Any], settings: "Settings") -> Dict[str, str]:
     """All three formats, each atomically, json last: its presence means done."""
     from gcm_checks.report.render import render_all
-    from gcm_checks.safeio import atomic_write
+    from gcm_checks.jsonfile import write_atomic
 
     paths = report_paths(settings, report["job"]["key"])
     files = render_all(report)
     for name in ("report.txt", "report.html", "report.json"):
-        atomic_write(paths[name], files[name], mode=0o640)
+        write_atomic(paths[name], files[name], mode=0o640)
     return paths
 
 

@@ -28,6 +28,7 @@ def collect_logs(job: JobInfo, settings: "Report") -> List[Dict[str, Any]]:
     size and path so nobody mistakes a tail for the whole log (issue 6, 5).
     """
     from gcm_checks import safeio
+    from gcm_checks.text import clean_text
 
     logs: List[Dict[str, Any]] = []
     left = max(0, int(settings.log_total_bytes))
@@ -58,7 +59,7 @@ def collect_logs(job: JobInfo, settings: "Report") -> List[Dict[str, Any]]:
         left -= len(tail.data)
         entry["shown_bytes"] = len(tail.data)
         entry["truncated"] = tail.truncated
-        entry["text"] = safeio.clean_text(_from_line_start(tail.data) if tail.truncated else tail.data)
+        entry["text"] = clean_text(_from_line_start(tail.data) if tail.truncated else tail.data)
         if tail.truncated:
             entry["note"] = (
                 f"{name}: last {safeio.human_bytes(len(tail.data))} of {safeio.human_bytes(tail.size)} shown; "

@@ -12,7 +12,6 @@ step-rate curves as inline SVG (no script, every label escaped).
 from __future__ import annotations
 
 import html
-import json
 import os
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
@@ -67,7 +66,9 @@ def attach(report: Dict[str, Any], job: Any, read_timeout_s: float = 5.0) -> Non
         if tail.truncated:
             report.setdefault("notes", []).append(f"gcm-run progress not shown: {path} is over {MAX_BYTES} bytes")
             return
-        status = json.loads(tail.data.decode("utf-8", "replace"))
+        from gcm_checks.jsonfile import parse_json
+
+        status = parse_json(tail.data)  # bounded depth: the user writes this file
         if isinstance(status, dict):
             report["progress"] = from_status(status)
     except Exception as e:  # noqa: BLE001 - rule 6: the report goes out without this section
@@ -188,7 +189,7 @@ def summary_lines(report: Mapping[str, Any]) -> List[str]:
     p = report.get("progress") or {}
     if not p:
         return []
-    from gcm_checks.safeio import clean_text
+    from gcm_checks.text import clean_text
 
     # The report's own gcm-run lines (report["run"], report.runlink) already
     # say where it got to, the loss and the stalls: do not say it twice.

@@ -10,7 +10,7 @@ keeps everything.
 
 Every string that came from a log or a user (job name, comment, log lines,
 evidence text) reaches HTML only through ``html.escape``; the text form has
-already been stripped of escape sequences by ``safeio.clean_text``, and we
+already been stripped of escape sequences by ``gcm_checks.text.clean_text``, and we
 clean again here because evidence text may come from other modules.
 """
 
@@ -20,7 +20,7 @@ import html
 import json
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from gcm_checks.safeio import clean_text
+from gcm_checks.text import clean_text, one_line
 
 DEFAULT_ADVICE = "We could not tell why the job ended. Send this report to the admins if you need help."
 
@@ -45,12 +45,12 @@ def subject(report: Mapping[str, Any]) -> str:
     job = report.get("job") or {}
     out = _outcome(report)
     cls = report.get("classification") or {}
-    name = _one_line(job.get("name") or "")
+    name = one_line(job.get("name") or "")
     oid = str(out.get("id") or "completed")
     word = OUTCOMES.get(oid, OUTCOMES["completed"])[2]
     cat = str(cls.get("category") or "")
     if oid == "failed" and cat and cat not in ("unknown", "success"):
-        word = f"FAILED: {_one_line(cat)}"
+        word = f"FAILED: {one_line(cat)}"
     blame = out.get("blame") or ""
     if oid == "suspect":
         blame = f"GPU fault, {NOT_YOUR_CODE}"
@@ -58,11 +58,6 @@ def subject(report: Mapping[str, Any]) -> str:
     if (report.get("classification") or {}).get("refined_from") and (report.get("classification") or {}).get("notified_as"):
         tail += " [corrected]"
     return f"[gcm] job {job.get('job_id')}{f' ({name})' if name else ''} {word}{tail}"[:200]
-
-
-def _one_line(s: str) -> str:
-    # Header injection: a job name with a newline must not add mail headers.
-    return " ".join(clean_text(s).split())
 
 
 def _duration(s: Any) -> str:
@@ -229,7 +224,7 @@ def to_text(report: Mapping[str, Any], audience: str = "user") -> str:
     job = report.get("job") or {}
     out = _outcome(report)
     cls = report.get("classification") or {}
-    name = _one_line(job.get("name") or "")
+    name = one_line(job.get("name") or "")
     lines = [
         f"Job {job.get('job_id')}{f' ({name})' if name else ''}: {clean_text(str(out.get('headline') or ''))}",
         f"What to do:  {advice(report)}",

@@ -20,7 +20,6 @@ the only gcm-run messages left, one per episode, under
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
@@ -51,8 +50,10 @@ def read_run_status(job: Any, settings: "Settings") -> Optional[Dict[str, Any]]:
                             user=job.user)
     if tail.error or tail.truncated or not tail.data:
         return None
+    from gcm_checks.jsonfile import parse_json
+
     try:
-        doc = json.loads(tail.data.decode("utf-8", "replace"))
+        doc = parse_json(tail.data)  # bounded depth: a user's file must not RecursionError the epilog
     except ValueError:
         return None
     return run_section(doc) if isinstance(doc, Mapping) else None

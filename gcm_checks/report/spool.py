@@ -28,7 +28,7 @@ import time
 from typing import Any, Dict, List, Mapping, Optional
 
 from gcm_checks.report.model import JobInfo
-from gcm_checks.safeio import atomic_write
+from gcm_checks.jsonfile import read_json, write_json
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -46,9 +46,9 @@ def job_dir(spool_dir: str, key: str) -> str:
 def write_contribution(spool_dir: str, job: JobInfo, node: str, evidence: Mapping[str, Any], now: Optional[float] = None) -> str:
     d = job_dir(spool_dir, job.key)
     os.makedirs(os.path.join(d, "nodes"), mode=0o755, exist_ok=True)
-    atomic_write(os.path.join(d, "job.json"), json.dumps(job.to_dict()).encode(), mode=0o640)
+    write_json(os.path.join(d, "job.json"), job.to_dict(), mode=0o640)
     doc = {"node": node, "at": time.time() if now is None else now, "evidence": evidence}
-    return atomic_write(os.path.join(d, "nodes", safe_name(node) + ".json"), json.dumps(doc).encode(), mode=0o640)
+    return write_json(os.path.join(d, "nodes", safe_name(node) + ".json"), doc, mode=0o640)
 
 
 def read_contributions(spool_dir: str, key: str) -> Dict[str, Dict[str, Any]]:
@@ -63,21 +63,17 @@ def read_contributions(spool_dir: str, key: str) -> Dict[str, Dict[str, Any]]:
     for name in names:
         if not name.endswith(".json") or name.startswith("."):
             continue
-        try:
-            with open(os.path.join(nd, name), "rb") as f:
-                doc = json.load(f)
-        except (OSError, ValueError):
-            continue
-        if isinstance(doc, dict):
+        doc = read_json(os.path.join(nd, name))
+        if doc is not None:
             out[str(doc.get("node") or name[:-5])] = doc
     return out
 
 
 def read_job(spool_dir: str, key: str) -> Optional[JobInfo]:
+    doc = read_json(os.path.join(job_dir(spool_dir, key), "job.json"))
     try:
-        with open(os.path.join(job_dir(spool_dir, key), "job.json"), "rb") as f:
-            return JobInfo.from_dict(json.load(f))
-    except (OSError, ValueError, TypeError):
+        return None if doc is None else JobInfo.from_dict(doc)
+    except (ValueError, TypeError):
         return None
 
 
@@ -110,7 +106,7 @@ def claim(spool_dir: str, key: str, node: str, name: str = "claimed") -> bool:
 
 def mark_assembled(spool_dir: str, key: str, node: str, report_path: str) -> None:
     doc = {"node": node, "at": time.time(), "report": report_path}
-    atomic_write(os.path.join(job_dir(spool_dir, key), "assembled"), json.dumps(doc).encode(), mode=0o644)
+    write_json(os.path.join(job_dir(spool_dir, key), "assembled"), doc, mode=0o644)
 
 
 def stuck(spool_dir: str, key: str, after_s: float, now: Optional[float] = None) -> bool:

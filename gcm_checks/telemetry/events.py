@@ -10,8 +10,6 @@ where the site already keeps its logs. Attributes are flat and namespaced
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any, Dict, Mapping, Optional
 
 from gcm_checks.telemetry.model import LogEvent
@@ -54,13 +52,10 @@ def report_event(doc: Mapping[str, Any]) -> LogEvent:
 
 
 def report_event_from_file(path: str) -> Optional[LogEvent]:
-    try:
-        if os.path.getsize(path) > MAX_REPORT_BYTES:
-            return None
-        with open(path, "r", encoding="utf-8") as f:
-            return report_event(json.load(f))
-    except (OSError, ValueError):
-        return None
+    from gcm_checks.jsonfile import read_json
+
+    doc = read_json(path, max_bytes=MAX_REPORT_BYTES)  # None: missing, too big, too deep, corrupt
+    return None if doc is None else report_event(doc)
 
 
 def slurm_action_event(kind: str, action: Mapping[str, Any], node: str) -> Optional[LogEvent]:

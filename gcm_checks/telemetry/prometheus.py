@@ -23,15 +23,14 @@ import re
 from typing import Dict, Iterable, List, Optional
 
 from gcm_checks.telemetry.model import HELP, Sample, spec
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+from gcm_checks.text import clean_text
 
 
 def escape_label(value: str) -> str:
-    # Exposition format: backslash, double quote and line feed are escaped;
-    # other control characters have no business in a label and are dropped.
-    value = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return _CONTROL.sub("", value)[:512]
+    # Exposition format: backslash, double quote and line feed are escaped,
+    # after gcm_checks.text has dropped escape sequences and other controls.
+    value = clean_text(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return value[:512]
 
 
 def _value(v: float) -> str:
@@ -79,7 +78,7 @@ def write(directory: str, mode: str, samples: Iterable[Sample], *, groups: Itera
           job_id: Optional[str] = None) -> List[str]:
     """Rewrite the file of each group in ``groups`` (empty when no sample
     belongs to it: a reading that went away must not stay graphed)."""
-    from gcm_checks.safeio import atomic_write
+    from gcm_checks.jsonfile import write_atomic
 
     directory = os.path.expanduser(directory)
     by_group: Dict[str, List[Sample]] = {g: [] for g in groups}
@@ -89,7 +88,7 @@ def write(directory: str, mode: str, samples: Iterable[Sample], *, groups: Itera
     for group, group_samples in by_group.items():
         path = file_for(directory, mode, group, job_id)
         text = render(group_samples) if group_samples else ""
-        written.append(atomic_write(path, text.encode("utf-8"), mode=0o644))
+        written.append(write_atomic(path, text.encode("utf-8"), mode=0o644))
     return written
 
 

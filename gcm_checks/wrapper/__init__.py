@@ -12,8 +12,14 @@ Modules, one concern each:
 - ``watch``     stall / silence / divergence detection over tracker snapshots
 - ``status``    atomic status file, run report, index of running runs
 - ``comment``   Slurm job comment text and its rate-limited poster
-- ``launcher``  spawn, output pump, signal forwarding, exit status
+- ``launcher``  spawn, output pump, exit status (the ``Wrapper``)
+- ``signals``   forwarding what Slurm sends to the job's process group
+- ``watcher``   output in, progress and alerts out (scanners, tracker, watchdog)
+- ``sides``     what an alert does (notice, kill on stall/NaN); the comment poster
 - ``finish``    classification, report and notification at exit
+
+Calls go one way: ``gcm_run_cli`` -> ``launcher`` -> ``signals`` / ``watcher``
+/ ``sides`` -> ``finish``; none of them imports the launcher.
 
 Keep this module free of imports: ``gcm-checks jobs`` needs only ``status``
 (and ``watch`` for durations), never the launcher.

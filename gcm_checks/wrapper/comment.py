@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Callable, Dict, Optional, Sequence
 
+from gcm_checks.text import ascii_line
 from gcm_checks.wrapper.progress import Snapshot
 from gcm_checks.wrapper.watch import fmt_duration
 
@@ -25,16 +26,8 @@ ENV_INTERVAL = "GCM_RUN_COMMENT_INTERVAL"  # seconds; tests and demos shorten it
 
 
 def sanitize(text: str, max_len: int = MAX_LEN) -> str:
-    """Printable ASCII only, whitespace collapsed, bounded length."""
-    out = []
-    for ch in text:
-        o = ord(ch)
-        if 32 <= o < 127:
-            out.append(ch)
-        elif ch in "\t\r\n":
-            out.append(" ")
-    s = " ".join("".join(out).split())
-    return s[:max_len].rstrip()
+    """Printable ASCII only, whitespace collapsed, bounded (``text.ascii_line``)."""
+    return ascii_line(text, max_len)
 
 
 def _loss_text(loss: Optional[float]) -> str:

@@ -112,7 +112,7 @@ def finish_run(w: "Wrapper") -> None:
     report = build_report(w)
     rpath = st.report_path(w.opts.log_path)
     try:
-        st.write_json_atomic(rpath, report, durable=True)
+        st.write_run_json(rpath, report, durable=True)
         report_ok = True
     except OSError as e:
         report_ok = False
@@ -120,23 +120,23 @@ def finish_run(w: "Wrapper") -> None:
     if w.stragglers is not None:
         # Task 0's last word, where the epilog's job report reads it.
         w.stragglers.final(report)
-    if w._poster is not None:
+    if w.poster is not None:
         code = w.state.exit_code
         word = "done" if code == 0 else (f"killed {report['exit'].get('signal')}" if w.state.signal else f"exit {code}")
         seen = w.stragglers.seen() if w.stragglers is not None else []
-        w._poster.final(format_comment(w.tracker.snap, state=word, stragglers=seen))
+        w.poster.final(format_comment(w.watcher.tracker.snap, state=word, stragglers=seen))
     # The status file is the live view; leave it in its final state too.
-    w._write_status("exited")
+    w.write_status("exited")
     if not skip and should_notify(w.opts.notify_policy, run_failed(report)):
         result = deliver(w, report, kind="exit", report_file=rpath if report_ok else None)
         w.state.notifications.append(result)
-        w._write_status("exited")
+        w.write_status("exited")
         if report_ok:
             # The outcome belongs in the record too; the report itself was
             # already durable before we tried.
             report["notifications"] = list(w.state.notifications)
             try:
-                st.write_json_atomic(rpath, report)
+                st.write_run_json(rpath, report)
             except OSError:
                 pass
 
@@ -183,7 +183,7 @@ def notify_event(w: "Wrapper", alert: "Alert") -> None:
     # One key per episode (notify.notification_key, event "stall-<n>"): a
     # stall and the silence of the same hang are one episode.
     if alert.kind in ("stalled", "silent"):
-        payload["episode"] = getattr(w, "_quiet_episodes", 1)
+        payload["episode"] = w.watcher.quiet_episodes or 1
         payload["event"] = f"stall-{payload['episode']}"
     else:
         payload["episode"] = sum(1 for a in w.state.alerts if a.kind == alert.kind)

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Dict, Optional, Tuple
 
+from gcm_checks.text import strip_escapes
+
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 # A loss value as printed by Python/NumPy/PyTorch, including the bad ones.
 _LOSSVAL = r"(?:" + _NUM + r"|[-+]?(?:nan|inf(?:inity)?))"
@@ -401,13 +403,9 @@ PARSERS: Tuple[Callable[[str], Optional[ProgressEvent]], ...] = (
     parse_generic,
 )
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
 def parse_line(line: str) -> Optional[ProgressEvent]:
-    if "\x1b" in line:
-        # rich and torchtitan colour their output on a terminal.
-        line = _ANSI.sub("", line)
+    # rich and torchtitan colour their output on a terminal.
+    line = strip_escapes(line)
     for parser in PARSERS:
         ev = parser(line)
         if ev is not None:

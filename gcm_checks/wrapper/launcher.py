@@ -21,20 +21,16 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
 from gcm_checks.wrapper import guard, live
 from gcm_checks.wrapper import status as st
 from gcm_checks.wrapper import streams as sio
 from gcm_checks.wrapper.options import RunOptions, RunState  # noqa: F401 - RunOptions is public here
-from gcm_checks.wrapper.progress import ChunkScanner, Tracker
-from gcm_checks.wrapper.watch import Alert, Watchdog
-
-# Slurm sends SIGTERM at the time limit (then SIGKILL after KillWait) and
-# USR1/USR2 early with ``sbatch --signal``; HUP when a terminal goes away.
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2, signal.SIGHUP)
+from gcm_checks.wrapper.signals import SignalForwarder
+from gcm_checks.wrapper.watch import Alert
+from gcm_checks.wrapper.watcher import ProgressWatcher
 
 EXIT_SETUP = 2  # could not create the log or run record: nothing launched
 EXIT_NOT_EXECUTABLE = 126
@@ -43,9 +39,8 @@ EXIT_NOT_FOUND = 127
 # Reads go into one preallocated buffer per stream (os.readv), as big as the
 # pipe: a 1 GB burst is then ~1,000 reads, with no allocation per read, and
 # the bytes reach the terminal and the log through memoryviews, uncopied.
-# Only the newest SCAN_BYTES of a read are handed to the progress scanner.
+# Only the newest watcher.SCAN_BYTES of a read are handed to the progress scanner.
 READ_SIZE = 1 << 20
-SCAN_BYTES = 1 << 16
 # After a small read from a pipe, wait this long before the next one so that
 # a child printing line by line is read in batches: at 10,000 lines/s that is
 # ~50 reads/s instead of 10,000, which keeps the pump under 3% of a core.
@@ -61,31 +56,37 @@ DRAIN_AFTER_EXIT_S = 2.0  # a grandchild holding the pipe must not keep us alive
 
 
 class Wrapper:
+    """One wrapped run: launch, pump, signals, status, exit.
+
+    Data flows one way. Signals reach the job through ``signals``
+    (wrapper/signals.py). The wrapper feeds output to its ``watcher``
+    (wrapper/watcher.py) and hands each alert to ``sides.on_alert``; at exit
+    it calls ``finish.finish_run``. Those side channels use only the public
+    part below (``state``, ``opts``, ``env``, ``watcher``, ``stragglers``,
+    ``poster``, ``proc``, ``reaped``, ``dirty``, ``kill_at``, ``status_dict``,
+    ``write_status``, ``log_write``); none imports this module.
+    """
+
     def __init__(self, opts: RunOptions) -> None:
         self.opts = opts
         self.env: Dict[str, str] = dict(os.environ if opts.env is None else opts.env)
         now_w, now_m = time.time(), time.monotonic()
         self.state = RunState(run_id=live.run_id(self.env), opts=opts, started_wall=now_w, started_mono=now_m)
         self.user = live.user_name(self.env)
-        self.tracker = Tracker()
-        # One line buffer per stream: a loss dict on stdout must never be
-        # glued to half a progress bar on stderr.
-        self.scanners: Dict[int, ChunkScanner] = {}
-        self.watchdog = Watchdog(opts.stall_after_s, opts.silent_after_s, now_m, auto=opts.stall_auto)
+        self.watcher = ProgressWatcher(opts, now_m)
         self.stragglers = None
         self.sentinel: Optional[guard.Sentinel] = None
         self.log_fd: Optional[int] = None
         self.status_file = st.status_path(opts.log_path)
         self.index_entry: Optional[str] = None
         self.proc: Optional[subprocess.Popen] = None
-        self._pending_signals: List[int] = []
-        self._old_handlers: Dict[int, object] = {}
-        self._reaped = False
-        self._poster = None
-        self._kill_at: Optional[float] = None
+        self.signals = SignalForwarder(self)
+        self.ptys: Dict[int, int] = {}  # pty master -> our terminal fd (SIGWINCH copies the size)
+        self.reaped = False
+        self.poster = None
+        self.kill_at: Optional[float] = None
         self._last_status_mono = 0.0
-        self._dirty = True
-        self._quiet_episode = False
+        self.dirty = True
 
     # ------------------------------------------------------------ public
 
@@ -97,11 +98,11 @@ class Wrapper:
         # Before any thread exists (the comment poster starts after launch).
         self.sentinel = guard.Sentinel()
         self._old_subreaper = guard.become_subreaper()
-        self._install_signal_handlers()
+        self.signals.install()
         try:
             code = self._launch_and_pump()
         finally:
-            self._restore_signal_handlers()
+            self.signals.restore()
         return self._finish(code)
 
     # ------------------------------------------------------------ setup
@@ -122,7 +123,7 @@ class Wrapper:
             if os.fstat(self.log_fd).st_size == 0:
                 self.state.log_lines = 0
             os.fsync(self.log_fd)
-            self._write_status("starting", durable=True)
+            self.write_status("starting", durable=True)
             st.fsync_dir(d)
         except OSError as e:
             if self.log_fd is not None:
@@ -144,51 +145,6 @@ class Wrapper:
         return env
 
     # ------------------------------------------------------------ signals
-
-    def _install_signal_handlers(self) -> None:
-        for sig in FORWARDED:
-            try:
-                self._old_handlers[sig] = signal.signal(sig, self._on_signal)
-            except (ValueError, OSError):  # not the main thread (tests may call us so)
-                pass
-        try:
-            self._old_handlers[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, self._on_winch)
-        except (ValueError, OSError):
-            pass
-
-    def _restore_signal_handlers(self) -> None:
-        for sig, h in self._old_handlers.items():
-            try:
-                signal.signal(sig, h)  # type: ignore[arg-type]
-            except (ValueError, OSError, TypeError):
-                pass
-
-    def _on_signal(self, signum: int, frame: object) -> None:
-        # Runs between bytecodes in the main thread: keep it tiny.
-        if self.proc is None:
-            self._pending_signals.append(signum)
-            return
-        self._forward(signum)
-
-    def _forward(self, signum: int) -> None:
-        rec = {"signal": signal.Signals(signum).name, "at": time.time(), "delivered": False}
-        if self.proc is not None and not self._reaped:
-            try:
-                os.killpg(self.proc.pid, signum)
-                rec["delivered"] = True
-            except (ProcessLookupError, PermissionError) as e:
-                rec["error"] = str(e)
-        self.state.signals_forwarded.append(rec)
-        self._dirty = True
-
-    def _on_winch(self, signum: int, frame: object) -> None:
-        for master, ours in getattr(self, "_ptys", {}).items():
-            sio.copy_winsize(ours, master)
-        if self.proc is not None and not self._reaped:
-            try:
-                os.killpg(self.proc.pid, signal.SIGWINCH)
-            except OSError:
-                pass
 
     # ------------------------------------------------------------ launch + pump
 
@@ -220,7 +176,7 @@ class Wrapper:
         return readers, child, ptys
 
     def _launch_and_pump(self) -> int:
-        readers, child_fds, self._ptys = self._streams()
+        readers, child_fds, self.ptys = self._streams()
         try:
             self.proc = subprocess.Popen(
                 self.opts.argv,
@@ -243,18 +199,16 @@ class Wrapper:
         if self.sentinel is not None:
             self.sentinel.watch_group(self.proc.pid)
         self._start_stragglers()
-        self._write_status("running")
+        self.write_status("running")
         self._start_comment_poster()
-        for sig in self._pending_signals:
-            self._forward(sig)
-        self._pending_signals.clear()
+        self.signals.launched()
         return self._pump(readers)
 
     def _launch_failed(self, e: OSError) -> int:
         code = EXIT_NOT_FOUND if e.errno == errno.ENOENT else EXIT_NOT_EXECUTABLE
         why = f"gcm-run: cannot run {self.opts.argv[0]!r}: {e.strerror or e} (exit {code})\n"
         self.state.launch_error = why.strip()
-        self._log_write(why.encode())
+        self.log_write(why.encode())
         if self.log_fd is not None:
             try:
                 os.fsync(self.log_fd)
@@ -316,68 +270,40 @@ class Wrapper:
                 if dest not in dead_outputs and not sio.write_all(dest, data):
                     dead_outputs.add(dest)
                     self.state.terminal_error = f"fd {dest} closed; output continues to the log only"
-                self._log_write(data)
+                self.log_write(data)
                 self.state.output_bytes += n
                 if self.state.log_lines is not None:
                     self.state.log_lines += buf.count(b"\n", 0, n)
-                sc = self.scanners.get(fd)
-                if sc is None:
-                    sc = self.scanners[fd] = ChunkScanner(self.tracker)
-                if n <= SCAN_BYTES:
-                    self._guard(sc.feed, bytes(data), time.monotonic(), time.time())
-                else:  # a flood: the newest part holds the news (see ChunkScanner)
-                    self._guard(sc.feed, bytes(data[n - SCAN_BYTES:]), time.monotonic(), time.time(), True)
-                self._dirty = True
-                got += n if fd not in self._ptys else COALESCE_BELOW
+                self.watcher.feed(fd, data)
+                self.dirty = True
+                got += n if fd not in self.ptys else COALESCE_BELOW
             busy = got > 0
             if 0 < got < COALESCE_BELOW and drain_until is None:
                 time.sleep(COALESCE_S)
             now = time.monotonic()
             if now >= next_tick:
-                self._guard(self._tick, now)
+                self.watcher.guard(self._tick, now)
                 next_tick = now + opts.tick_s
         for fd in list(readers):
             sio.close_fd(fd)
-        for sc in self.scanners.values():
-            self._guard(sc.flush, time.monotonic(), time.time())
-        # A NaN printed just before exit, or a stall that ended with the last
-        # line, must still reach the report: judge once more. These alerts go
-        # out with the exit report, not as separate notices.
-        self._guard(self._final_alerts)
+        self.watcher.flush()
+        # These alerts go out with the exit report, not as separate notices.
+        self.state.alerts.extend(self.watcher.final_alerts())
         rc = self.proc.wait()
-        self._reaped = True
+        self.reaped = True
         if rc < 0:
             self.state.signal = -rc
             return 128 - rc
         return rc
 
-    def _final_alerts(self) -> None:
-        for alert in self.watchdog.check(self.tracker.snap, time.monotonic(), time.time()):
-            if alert.kind in ("diverged", "resumed"):  # a stall at exit is just the end
-                self.state.alerts.append(alert)
-
-    def _guard(self, fn: Any, *args: Any) -> None:
-        """Progress parsing and periodic work see the child's output: nothing
-        in it (GCM_PROGRESS {"eta_s": Infinity}, absurd numbers, deep JSON)
-        may crash gcm-run, kill the child or change its exit status."""
-        try:
-            fn(*args)
-        except Exception as e:  # noqa: BLE001
-            if not getattr(self, "_guard_error", None):
-                self._guard_error = f"{type(e).__name__}: {e}"[:300]
-                try:
-                    sys.stderr.write(f"gcm-run: progress tracking error ignored ({self._guard_error}); the job goes on\n")
-                except Exception:  # noqa: BLE001
-                    pass
-
     def _poll_child(self) -> bool:
         assert self.proc is not None
         if self.proc.poll() is not None:
-            self._reaped = True
+            self.reaped = True
             return True
         return False
 
-    def _log_write(self, data: "bytes | memoryview") -> None:
+    def log_write(self, data: "bytes | memoryview") -> None:
         if self.log_fd is None or self.state.log_error:
             return
         try:
@@ -393,40 +319,26 @@ class Wrapper:
 
     def _tick(self, now: float) -> None:
         wall = time.time()
-        for sc in self.scanners.values():
-            sc.poll(now, wall)
-        snap = self.tracker.snap
-        for alert in self.watchdog.check(snap, now, wall):
-            self._on_alert(alert)
-        if not (self.watchdog.stalled or self.watchdog.silent):
-            self._quiet_episode = False  # the next stall or silence is a new episode
-        if self._kill_at is not None and now >= self._kill_at and not self._reaped:
-            self._kill_at = None
+        self.watcher.check(now, wall, self._on_alert)
+        snap = self.watcher.tracker.snap
+        if self.kill_at is not None and now >= self.kill_at and not self.reaped:
+            self.kill_at = None
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)  # type: ignore[union-attr]
             except OSError:
                 pass
         if self.stragglers is not None:
-            self.stragglers.tick(snap, now, wall, self.tracker.done)
+            self.stragglers.tick(snap, now, wall, self.watcher.tracker.done)
         if self.sentinel is not None and self.proc is not None:
             self.sentinel.watch_pids(guard.adopted_children(self.proc.pid))
-        if self._poster is not None:
+        if self.poster is not None:
             from gcm_checks.wrapper.comment import format_comment
 
             slow = self.stragglers.current() if self.stragglers is not None else []
-            self._poster.offer(format_comment(snap, alert=self._current_alert(), now_mono=now,
-                                              stalled=self.watchdog.stalled, stragglers=slow))
-        if self._dirty and now - self._last_status_mono >= self.opts.status_interval_s:
-            self._write_status("running")
-
-    def _current_alert(self) -> str:
-        if self.watchdog.diverged:
-            return "nan loss"
-        if self.watchdog.stalled:
-            return ""  # format_comment says "STALLED 12m" itself
-        if self.watchdog.silent:
-            return "silent"
-        return ""
+            self.poster.offer(format_comment(snap, alert=self.watcher.current_alert(), now_mono=now,
+                                              stalled=self.watcher.watchdog.stalled, stragglers=slow))
+        if self.dirty and now - self._last_status_mono >= self.opts.status_interval_s:
+            self.write_status("running")
 
     def _on_alert(self, alert: Alert) -> None:
         from gcm_checks.wrapper.sides import on_alert
@@ -452,18 +364,18 @@ class Wrapper:
             self.state.status_error = f"straggler check off: {type(e).__name__}: {e}"
             self.stragglers = None
 
-    def _write_status(self, state: str, durable: bool = False) -> None:
+    def write_status(self, state: str, durable: bool = False) -> None:
         data = self.status_dict(state)
         if durable:
-            st.write_json_atomic(self.status_file, data, durable=True)  # errors reach _prepare
+            st.write_run_json(self.status_file, data, durable=True)  # errors reach _prepare
         else:
             try:
-                st.write_json_atomic(self.status_file, data)
+                st.write_run_json(self.status_file, data)
                 self.state.status_error = None
             except OSError as e:
                 self.state.status_error = f"status file: {e.strerror or e}"
         self._last_status_mono = time.monotonic()
-        self._dirty = False
+        self.dirty = False
 
     # ------------------------------------------------------------ exit
 

@@ -38,15 +38,15 @@ def signame(sig: Optional[int]) -> Optional[str]:
 
 
 def progress_dict(w: Any, running: bool, mono: float) -> dict:
-    snap = w.tracker.snap
+    snap = w.watcher.tracker.snap
     p = snap.to_dict(running=running, mono=mono)
     stalled_s = None
-    if running and w.watchdog.stalled and snap.last_progress_mono is not None:
+    if running and w.watcher.watchdog.stalled and snap.last_progress_mono is not None:
         stalled_s = round(mono - snap.last_progress_mono, 1)
         p["eta_s"] = None  # no honest ETA while nothing moves: say "stalled 12m"
     p["stalled_s"] = stalled_s
-    p["metrics"] = {k: _finite_or_str(v) for k, v in w.tracker.metrics.items()}
-    p["history"] = w.tracker.history_dict()
+    p["metrics"] = {k: _finite_or_str(v) for k, v in w.watcher.tracker.metrics.items()}
+    p["history"] = w.watcher.tracker.history_dict()
     return p
 
 
@@ -94,8 +94,8 @@ def status_dict(w: Any, state: str) -> dict:
         "output_bytes": s.output_bytes,
         "notifications": list(s.notifications),
         "problems": [p for p in (s.log_error, s.terminal_error, s.status_error) if p],
-        "comment": dict(s.comment_info, **({"last_error": w._poster.last_error, "sent": w._poster.sent}
-                                           if w._poster else {})),
+        "comment": dict(s.comment_info, **({"last_error": w.poster.last_error, "sent": w.poster.sent}
+                                           if w.poster else {})),
         "settings": {"stall_after_s": o.stall_after_s, "stall_auto": o.stall_after_s is None and o.stall_auto,
                      "silent_after_s": o.silent_after_s, "kill_on_stall": o.kill_on_stall,
                      "kill_on_nan": o.kill_on_nan, "notify": o.notify_policy},

@@ -69,13 +69,13 @@ def exit_report(status: Mapping[str, Any], classification: Optional[Mapping[str,
 def alert_text(status: Mapping[str, Any], alert: Mapping[str, Any]) -> Dict[str, str]:
     """Subject and body of a stall / silence / NaN message, in words."""
     from gcm_checks.report.progress import summary_lines
-    from gcm_checks.safeio import clean_text
+    from gcm_checks.text import clean_text, one_line
 
     slurm = status.get("slurm") or {}
     name = status.get("name") or os.path.basename(str((status.get("argv") or ["?"])[0]))
     who = f"job {slurm['job_id']} ({name})" if slurm.get("job_id") else str(name)
     what = {"stalled": "stalled", "silent": "went silent", "diverged": "loss is NaN/inf"}.get(str(alert.get("kind")), str(alert.get("kind")))
-    subject = " ".join(clean_text(f"[gcm-run] {who} {what}").split())[:200]
+    subject = one_line(f"[gcm-run] {who} {what}")[:200]
     body = [clean_text(f"{who} on {status.get('host')}: {alert.get('message')}."), ""]
     from gcm_checks.report.progress import from_status
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from gcm_checks.wrapper.formats import (PARSERS, ProgressEvent, finite, loss_is_bad, parse_gcm, parse_generic,
                                     parse_hf_dict, parse_line, parse_megatron, parse_rich, parse_tqdm, to_float)
@@ -24,7 +24,7 @@ from gcm_checks.wrapper.formats import (PARSERS, ProgressEvent, finite, loss_is_
 # Re-exported: tests and tools import the parsers from here (they lived here).
 __all__ = ["PARSERS", "ProgressEvent", "finite", "loss_is_bad", "parse_gcm", "parse_generic", "parse_hf_dict",
            "parse_line", "parse_megatron", "parse_rich", "parse_tqdm", "to_float", "Series", "Snapshot",
-           "Tracker", "ChunkScanner", "parse_all", "HISTORY_POINTS"]
+           "Tracker", "ChunkScanner", "HISTORY_POINTS"]
 
 # ---------------------------------------------------------------- history
 
@@ -349,7 +349,7 @@ class ChunkScanner:
     NaN loss among thousands of lines is never missed.
 
     A flood (more than ``pending_cap`` bytes per interval, or reads bigger
-    than the launcher's SCAN_BYTES) is sampled: only its newest bytes are
+    than the watcher's SCAN_BYTES) is sampled: only its newest bytes are
     parsed. A loss that went NaN stays NaN in every later line, so the
     sample still sees it; docs/gcm-run.md says so.
     """
@@ -484,8 +484,3 @@ class ChunkScanner:
 
 
 _BAD_LOSS_I = re.compile(rb"(?i:loss)[^|\n]{0,24}?[^A-Za-z0-9_](?i:nan|inf)")
-
-
-def parse_all(lines: Iterable[str]) -> List[ProgressEvent]:
-    """Every event in some text; for tests and ``gcm-run --explain``-style tools."""
-    return [ev for ev in (parse_line(l) for l in lines) if ev is not None]

@@ -17,10 +17,11 @@ for this run (said in the status file), never the job.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from typing import Dict, Iterator, Mapping, Optional, Tuple
+
+from gcm_checks.jsonfile import read_json, write_json
 
 MAX_FILE_BYTES = 64 * 1024
 MAX_TASK_FILES = 4096
@@ -78,39 +79,13 @@ class SharedDir:
         return cls(os.path.join(base, name), fd)
 
     def write_json(self, name: str, data: object, max_bytes: Optional[int] = None) -> None:
-        raw = json.dumps(data, allow_nan=False, default=str, separators=(",", ":")).encode()
-        if max_bytes is not None and len(raw) > max_bytes:
-            raise ValueError(f"{name}: {len(raw)} bytes, over {max_bytes}")
-        tmp = f".{name}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=self.fd)
-        try:
-            view = memoryview(raw)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-        os.rename(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        # Not durable: task files are rewritten every sample; a lost one is
+        # rewritten at the next.
+        write_json(name, data, mode=0o600, durable=False, dir_fd=self.fd, max_bytes=max_bytes,
+                   allow_nan=False, default=str, separators=(",", ":"))
 
     def read_json(self, name: str) -> Optional[dict]:
-        try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=self.fd)
-        except OSError:
-            return None
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
-            raw = os.read(fd, MAX_FILE_BYTES + 1)
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
-        if len(raw) > MAX_FILE_BYTES:
-            return None
-        try:
-            data = json.loads(raw)
-        except (ValueError, RecursionError):
-            return None
-        return data if isinstance(data, dict) else None
+        return read_json(name, max_bytes=MAX_FILE_BYTES, dir_fd=self.fd)
 
     def names(self, prefix: str) -> Iterator[str]:
         try:

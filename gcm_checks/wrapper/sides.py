@@ -17,7 +17,7 @@ from gcm_checks.wrapper.streams import say
 
 def on_alert(w: Any, alert: Any) -> None:
     w.state.alerts.append(alert)
-    w._dirty = True
+    w.dirty = True
     kill = (alert.kind == "stalled" and w.opts.kill_on_stall) or (
         alert.kind == "diverged" and w.opts.kill_on_nan
     ) or (alert.kind == "silent" and w.opts.kill_on_stall)
@@ -25,22 +25,20 @@ def on_alert(w: Any, alert: Any) -> None:
         # A hung job is usually both stalled and silent: one episode, one
         # message (issue 13: one stall sent 2 alert mails). The launcher
         # ends the episode when neither holds any more.
-        if not w._quiet_episode:
-            w._quiet_episode = True
-            w._quiet_episodes = getattr(w, "_quiet_episodes", 0) + 1
+        if w.watcher.new_quiet_episode():
             _notify(w, alert)
     elif alert.kind != "resumed":
         _notify(w, alert)
-    if kill and w.state.killed_by is None and w.proc is not None and not w._reaped:
+    if kill and w.state.killed_by is None and w.proc is not None and not w.reaped:
         w.state.killed_by = alert.kind
         note = f"\n[gcm-run] {alert.message}; ending the job (SIGTERM, SIGKILL after {w.opts.kill_grace_s:.0f}s)\n"
-        w._log_write(note.encode())
+        w.log_write(note.encode())
         say(w.opts.err_fd, note)
         try:
             os.killpg(w.proc.pid, signal.SIGTERM)
         except OSError:
             pass
-        w._kill_at = time.monotonic() + w.opts.kill_grace_s
+        w.kill_at = time.monotonic() + w.opts.kill_grace_s
 
 
 def _notify(w: Any, alert: Any) -> None:
@@ -70,4 +68,4 @@ def start_comment_poster(w: Any) -> None:
     info["enabled"] = True
     info["job_id"] = w.env["SLURM_JOB_ID"]
     info["interval_s"] = w.opts.comment_interval_s
-    w._poster = cm.CommentPoster(w.env["SLURM_JOB_ID"], send, w.opts.comment_interval_s)
+    w.poster = cm.CommentPoster(w.env["SLURM_JOB_ID"], send, w.opts.comment_interval_s)

@@ -12,12 +12,12 @@ This module is imported by ``gcm-checks jobs``: keep it light.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
-import stat
 import time
 from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from gcm_checks.jsonfile import read_json, write_json
 
 SCHEMA = 1
 
@@ -58,39 +58,14 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def write_json_atomic(path: str, data: Any, *, durable: bool = False, mode: int = 0o644) -> None:
-    """Write JSON to ``path`` atomically (gcm_checks.state's one writer).
+def write_run_json(path: str, data: Any, *, durable: bool = False, mode: int = 0o644) -> None:
+    """gcm-run's JSON style (indented, sorted, no NaN) through jsonfile's one writer.
 
-    ``durable`` also fsyncs the file and the directory: used for the run
-    record before launch and the report at exit, not for the frequent status
-    updates (an fsync per second would cost more than the whole pump).
+    ``durable`` fsyncs: used for the run record before launch and the report
+    at exit, not for the frequent status updates (an fsync per second would
+    cost more than the whole pump).
     """
-    from gcm_checks.state import write_json_atomic as write
-
-    write(path, data, fsync=durable, sync_dir=durable, mode=mode, indent=1, sort_keys=True, allow_nan=False, default=str)
-
-
-def read_json_nofollow(path: str, *, max_bytes: int = 1 << 20) -> Optional[dict]:
-    """Read a small JSON file without following a symlink at the last
-    component (rule 5: root listing users' runs must not be redirected)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        raw = os.read(fd, max_bytes)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    try:
-        data = json.loads(raw.decode("utf-8", "replace"))
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
+    write_json(path, data, durable=durable, mode=mode, indent=1, sort_keys=True, allow_nan=False, default=str)
 
 
 def host() -> str:
@@ -106,7 +81,7 @@ def register_run(index: str, run_id: str, status_file: str) -> Optional[str]:
     try:
         os.makedirs(index, mode=0o700, exist_ok=True)
         p = index_entry_path(index, run_id)
-        write_json_atomic(p, {"status": os.path.abspath(status_file), "host": host(), "pid": os.getpid()}, mode=0o600)
+        write_run_json(p, {"status": os.path.abspath(status_file), "host": host(), "pid": os.getpid()}, mode=0o600)
         return p
     except OSError:
         return None
@@ -141,7 +116,7 @@ def list_runs(index: str, extra_status_files: Tuple[str, ...] = ()) -> List[dict
         for name in sorted(os.listdir(index)):
             if not name.endswith(".json"):
                 continue
-            ptr = read_json_nofollow(os.path.join(index, name))
+            ptr = read_json(os.path.join(index, name), max_bytes=1 << 20)
             if ptr and isinstance(ptr.get("status"), str):
                 paths.append(ptr["status"])
     paths.extend(extra_status_files)
@@ -152,7 +127,7 @@ def list_runs(index: str, extra_status_files: Tuple[str, ...] = ()) -> List[dict
         if p in seen:
             continue
         seen.add(p)
-        st = read_json_nofollow(p)
+        st = read_json(p, max_bytes=1 << 20)
         if not st:
             continue
         st["_status_file"] = p

@@ -53,7 +53,6 @@ _RE_RECOVERY_WORDS = re.compile(
     r"(Node Reboot Required|Reboot the system|GPU Reset Required|Drain and Reset|Drain P2P)", re.IGNORECASE
 )
 _RE_RST = re.compile(r"\bRST:\s*(?P<rst>Yes|No)\b(?:.*?\bD-RST:\s*(?P<drst>Yes|No)\b)?", re.IGNORECASE)
-_NONPRINT = re.compile(r"[^\x20-\x7e]")
 _BUS = r"(?:PCI:)?(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)"
 # "NVRM: GPU 0000:29:00.0: GPU has fallen off the bus." (no Xid line before it on some drivers)
 _RE_FALLEN_GPU = re.compile(r"NVRM: GPU (?:at )?" + _BUS + r":?\s+GPU has fallen off the bus", re.IGNORECASE)
@@ -111,10 +110,9 @@ def normalise_bus_id(raw: Optional[str]) -> Optional[str]:
 
 def sanitise(text: str, limit: int = MAX_LINE) -> str:
     """Printable ASCII only, bounded: the text lands in drain reasons, shells and HTML (rule 5)."""
-    clean = _NONPRINT.sub("?", text.replace("\t", " ")).strip()
-    if len(clean) > limit:
-        clean = clean[: limit - 3] + "..."
-    return clean
+    from gcm_checks.text import ascii_line
+
+    return ascii_line(text, limit)
 
 
 def parse_xid(line: str) -> Optional[ParsedXid]:
