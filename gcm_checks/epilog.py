@@ -358,7 +358,7 @@ def dcgm_level_after_failure(settings: Any, budget_s: float, log: Any) -> int:
     budget cannot hold it: a diag killed half way says nothing (and killing
     dcgmi mid-diag is what wedges some hostengines), so run level 1 instead
     and say how to get the deeper one."""
-    from gcm_checks.dcgm import TYPICAL_S
+    from gcm_checks.gather.dcgm import TYPICAL_S
 
     want = int(settings.get("epilog.dcgm_level_after_failure"))
     if TYPICAL_S.get(want, 0.0) + 5.0 > budget_s:

@@ -105,18 +105,24 @@ def brake_for(settings: "Settings", node: str, decision: Any, log: Any) -> Optio
     try:
         from gcm_checks import brake
 
-        why = brake.engaged(settings, node, decision.failure.check, log=log)
+        ep = brake.engaged_episode(settings, node, decision.failure.check, log=log)
     except Exception as e:  # noqa: BLE001 - a broken brake must not stop a real drain
         log.warning("brake_failed", error=f"{type(e).__name__}: {e}")
         return None
-    if why is None:
+    if ep is None:
         return None
+    why = ep.why
     if _first_alert(settings, node, decision.failure.check):
-        # One alert per node and check per brake window, not one per job.
-        log.error("mass_drain_brake", check=decision.failure.check, reason=decision.reason, why=why)
+        # One log line per node and check per brake window, not one per job.
+        log.error("mass_drain_brake", check=decision.failure.check, reason=decision.reason, why=why, episode=ep.key)
         _say(f"gcm-checks {decision.mode} {node}: NOT DRAINED - {why}; our finding: {decision.reason}")
     else:
         log.info("mass_drain_brake_again", check=decision.failure.check, why=why)
+    try:  # one admin notification per episode across all nodes (brake.alert)
+        brake.alert(settings, node, ep, mode=decision.mode, reason=decision.reason, log=log,
+                    dry_run=bool(getattr(decision, "dry_run", False)))
+    except Exception as e:  # noqa: BLE001 - the alert never changes the verdict
+        log.warning("brake_alert_failed", error=f"{type(e).__name__}: {e}")
     return "braked: " + why
 
 

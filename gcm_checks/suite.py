@@ -42,6 +42,7 @@ class Context:
     nvml_factory: Any = None  # test hook: () -> nvml object
     hw_telemetry: bool = False  # gather telemetry-only GPU readings (health/epilog with a sink; never prolog)
     dry_run: bool = False  # --dry-run: gatherers leave local state (scan marks, baselines) untouched
+    sources: Any = None  # gcm_checks.gather.sources.Sources: injected readers; None = the host's hardware
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _sysfs_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _gpu_facts: Any = field(default=None, repr=False)
@@ -55,6 +56,12 @@ class Context:
     # Valid but wrong configuration noticed while running (an unknown id in
     # checks.disabled): the command logs each as a warning; never a result.
     config_warnings: List[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.sources is None and self.sim is not None:  # a simulated node injects its fakes
+            from gcm_checks.sim.sources import scenario_sources
+
+            self.sources = scenario_sources(self.sim)
 
     def remaining(self) -> float:
         return max(0.0, self.budget_s - (time.monotonic() - self.started))

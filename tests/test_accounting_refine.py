@@ -232,15 +232,17 @@ def test_held_notification_goes_out_with_the_refined_category(tmp_path):
     assert held == keys
     box = Outbox(str(tmp_path / "outbox"))
     item = next(box.items("pending"))
-    assert item["next_attempt_at"] == T_END + 120
-    # A flush before refinement sends nothing: the item is not due.
+    assert item["not_before"] == T_END + 120 and item["next_attempt_at"] == T_END  # held, not backed off
+    assert box.next_due() == T_END + 120
+    # A flush before refinement sends nothing, not even --now (force): the item is held.
     sent = []
-    assert box.flush(lambda it, left: sent.append(it), budget_s=5, now=lambda: T_END + 10).skipped == keys
+    early = box.flush(lambda it, left: sent.append(it), budget_s=5, now=lambda: T_END + 10, force=True)
+    assert early.skipped == keys and early.held == [{"key": keys[0], "until": T_END + 120, "why": "accounting"}]
     assert sent == []
     summary = refine.refine_pass(s, now=T_END + 60, fetch=CountingFetch(ROWS), deliver=False)
     assert summary.released == keys
     item = next(box.items("pending"))
-    assert item["next_attempt_at"] <= T_END + 60 and "held_for" not in item
+    assert item["next_attempt_at"] <= T_END + 60 and "held_for" not in item and "not_before" not in item
     body = item["payload"]["body"]
     assert body["report"]["accounting"]["run"]["state"] == "FAILED"
     box.flush(lambda it, left: sent.append(it), budget_s=5, now=lambda: T_END + 61)
@@ -363,3 +365,71 @@ def test_multi_node_requeued_run_is_one_report_and_no_mail(tmp_path):
     assert doc["outcome"]["headline"] == "Your job was moved off a faulty node and requeued; nothing to do."
     queued = notify.enqueue_report(doc, job, s)
     assert queued and set(queued.values()) == {"not wanted (policy)"}
+
+
+# --------------------------------------------------------------- streaming (issue 17)
+
+
+def test_the_pass_reads_a_stream_and_a_late_sacct_failure_keeps_what_was_done(tmp_path):
+    """sacct_stream raises after its last row when sacct failed: the runs
+    refined before that stay refined (the last jobs, whose rows may be cut,
+    are not judged), the window is not advanced."""
+    s = settings_for(tmp_path, interval_s=10.0)
+    epilog_report(s, "4")
+    consumed = []
+    # iter_records holds the last 4,096 jobs open (rows of a job may still
+    # come); a job is refined once that many others followed it.
+    job_row = next(r for r in ROWS if r["JobID"] == "1")
+    filler = [dict(job_row, JobID=str(100_000 + i), JobIDRaw=str(100_000 + i)) for i in range(4100)]
+
+    def cut_off(since, until):
+        def rows():
+            for r in ROWS + filler:
+                consumed.append(r["JobID"])
+                yield r
+            raise slurm.SlurmError("sacct: timed out after 30.0s")
+        return rows()
+
+    p1 = refine.refine_pass(s, now=T_END + 60, fetch=cut_off, deliver=False)
+    assert p1.errors == ["sacct: sacct: timed out after 30.0s"] and len(consumed) == len(ROWS) + 4100
+    assert stored(s, "4")["classification"]["category"] == "timeout_walltime"  # refined from the stream
+    st = refine.read_state(s.accounting_state_file)
+    assert "4" in st["refined"] and "last_until" not in st
+    # The next pass reads the same window again and does not refine "4" twice.
+    p2 = refine.refine_pass(s, now=T_END + 120, fetch=CountingFetch(ROWS), deliver=False)
+    assert p2.since <= T_END and "4" not in [c["key"] for c in p2.refined] and "4" not in p2.confirmed
+
+
+def test_runs_without_a_report_cost_no_state_once_past_report_wait(tmp_path):
+    """At fleet scale most runs have no report on this machine: only runs
+    that may still get one (ended < report_wait_s ago) are remembered, and
+    the summary keeps a count plus a few examples."""
+    s = settings_for(tmp_path, interval_s=10.0, report_wait_s=60.0)
+    p = refine.refine_pass(s, now=T_END + 3600, fetch=CountingFetch(ROWS), deliver=False)
+    assert p.no_report_count == p.runs_seen - len(p.deferred) > 0
+    assert refine.read_state(s.accounting_state_file)["waiting"] == {}
+    s2 = settings_for(tmp_path / "b", interval_s=10.0, report_wait_s=900.0)
+    p = refine.refine_pass(s2, now=T_END + 60, fetch=CountingFetch(ROWS), deliver=False)
+    assert set(refine.read_state(s2.accounting_state_file)["waiting"]) == set(p.no_report)
+
+
+def test_no_report_examples_are_capped_and_counted(tmp_path, monkeypatch):
+    monkeypatch.setattr(refine, "NO_REPORT_EXAMPLES", 2)
+    s = settings_for(tmp_path, interval_s=10.0)
+    p = refine.refine_pass(s, now=T_END + 60, fetch=CountingFetch(ROWS), deliver=False)
+    assert len(p.no_report) == 2 and p.no_report_count > 2
+
+
+def test_default_fetch_streams_a_stand_in_sacct(tmp_path):
+    """The production fetch: slurm.sacct_stream over a real process."""
+    script = tmp_path / "sacct"
+    text = (FIX / "sacct-22.05-mixed.txt").read_text()
+    (tmp_path / "rows.txt").write_text(text)
+    script.write_text(f"#!/bin/sh\ncat {tmp_path / 'rows.txt'}\n")
+    script.chmod(0o755)
+    s = settings_for(tmp_path, interval_s=10.0, sacct=str(script))
+    epilog_report(s, "4")
+    rows = refine.default_fetch(s)(T_END - 3600, T_END + 60)
+    assert not isinstance(rows, list)  # a stream, not the whole output
+    p = refine.refine_pass(s, now=T_END + 60, deliver=False)
+    assert not p.errors and stored(s, "4")["classification"]["category"] == "timeout_walltime"

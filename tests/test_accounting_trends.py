@@ -101,3 +101,19 @@ def test_failure_trends_is_one_sacct_call_and_marks_sources(tmp_path):
     assert doc["by_category"]["timeout_walltime"]["from_sacct"] == 1
     assert not {"success", "cancelled_user", "preempted"} & set(doc["by_category"])
     assert doc["window"]["partition"] == "debug" and doc["sacct_calls"] == 1
+
+
+def test_a_failed_step_the_job_row_does_not_show_yet_is_never_counted_as_success():
+    """slurmdbd can record a step's failure before the job's DerivedExitCode
+    (seen on the test cluster: COMPLETED, 0:0, step 5:0). The outcome calls
+    it failed; the category must not say success."""
+    t0 = 1_800_000_000.0
+    t = slurm.sacct_time(t0)
+    job = {"JobID": "6", "JobIDRaw": "6", "JobName": "x", "User": "u", "UID": "1", "Partition": "debug",
+           "State": "COMPLETED", "ExitCode": "0:0", "DerivedExitCode": "0:0", "Reason": "None", "Elapsed": "00:00:01",
+           "Timelimit": "01:00:00", "MaxRSS": "", "NodeList": "node1", "Submit": t, "Start": t, "End": t, "WorkDir": "/tmp"}
+    step = dict(job, JobID="6.0", JobIDRaw="6.0", JobName="bash", State="FAILED", ExitCode="5:0", DerivedExitCode="")
+    [rec] = group_rows([job, step])
+    assert classify_run(rec).rule == "sacct.step_failed"
+    doc = failure_trends(None, since=t0 - 10, until=t0 + 10, fetch=lambda **kw: [job, step])
+    assert set(doc["by_category"]) == {"unknown"} and doc["failed"] == 1

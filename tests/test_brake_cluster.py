@@ -124,7 +124,14 @@ def test_braked_prolog_runs_the_job_instead_of_requeueing_it(cluster4):
     # Two nodes already out for the same check, by gcm, a minute ago.
     for n in ("node1", "node2"):
         c.scontrol("update", f"nodename={n}", "state=drain", f"reason={LOST}")
-    c.write_gcm_config({"simulate": "gpu-lost", "slurm": {"brake_count": 2}})
+    from test_notify_delivery import Hook
+
+    hook = Hook()
+    # The admin alert from a real prolog under slurmd, default handoff
+    # (detach): the flush must outlive the prolog's process group.
+    c.write_gcm_config({"simulate": "gpu-lost", "slurm": {"brake_count": 2},
+                        "notify": {"channels": [{"name": "ops", "type": "webhook", "url": hook.url + "/ops"}],
+                                   "admin": {"channels": ["ops"]}}})
     c.use_scripts(repo_script_glob("prolog"), None)
     try:
         job = c.sbatch("#!/bin/bash\ntrue\n", nodelist="node3", job_name="braked")
@@ -138,6 +145,115 @@ def test_braked_prolog_runs_the_job_instead_of_requeueing_it(cluster4):
         assert info["JobState"] == "COMPLETED", info  # not requeued held: the prolog exited 0
         assert "DRAIN" not in c.node("node3")["State"]
         assert "node3" not in c.sinfo_reasons()
+        deadline = time.monotonic() + 20
+        while not hook.requests and time.monotonic() < deadline:
+            time.sleep(0.2)
+        [req] = hook.requests
+        assert req["body"]["event"] == "mass_drain_brake" and req["body"]["alert"]["mode"] == "prolog"
+        assert req["body"]["alert"]["observed_by"] == "node3" and req["body"]["alert"]["drained"] == ["node1", "node2"]
     finally:
+        hook.close()
         c.use_scripts(None, None)
+        c.reset_nodes()
+
+
+def _node_configs(c, root, url, **notify_kw):
+    """One config per node with its own state_dir and outbox: the nodes of a
+    real cluster share no spool, so neither may these."""
+    import yaml
+
+    paths = {}
+    for n in NODES4:
+        data = dict(c.base_gcm_config(), simulate="gpu-lost", slurm={"brake_share": 0.5, "brake_window_s": 900},
+                    state_dir=os.path.join(root, n, "state"),
+                    report={"outbox_dir": os.path.join(root, n, "outbox"), "report_dir": os.path.join(root, n, "reports"),
+                            "spool_dir": os.path.join(root, n, "spool")},
+                    notify=dict({"channels": [{"name": "ops", "type": "webhook", "url": url, "timeout_s": 5}],
+                                 "admin": {"channels": ["ops"]}}, **notify_kw))
+        paths[n] = os.path.join(root, f"{n}.yaml")
+        with open(paths[n], "w") as f:
+            yaml.safe_dump(data, f)
+    return paths
+
+
+def _gcm_with(c, mode, node, cfg):
+    from gcm_checks.proc import run
+
+    env = dict(c.env, SLURMD_NODENAME=node, PYTHONPATH=REPO)
+    env.pop("GCM_CHECKS_CONFIG", None)
+    return run([sys.executable, "-m", "gcm_checks", mode, "--json", "--config", cfg], timeout=60, env=env, cwd=REPO)
+
+
+@pytest.mark.slurm
+def test_nodes_failing_together_send_one_admin_alert(cluster4, tmp_path):
+    from test_notify_delivery import Hook
+
+    c = cluster4
+    c.reset_nodes()
+    hook = Hook()
+    try:
+        # The production handoff (detach): the alert leaves from a detached process.
+        cfgs = _node_configs(c, str(tmp_path), hook.url + "/ops")
+        log_path = os.path.join(c.logdir, "gcm-checks.log")
+        start = os.path.getsize(log_path) if os.path.exists(log_path) else 0  # the log is the module's
+        results = {n: _gcm_with(c, "health", n, cfgs[n]) for n in NODES4}
+        assert [results[n].returncode for n in NODES4] == [100, 100, 0, 0], [r.stderr[-300:] for r in results.values()]
+        deadline = time.monotonic() + 20
+        while not hook.requests and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.0)  # a second alert would come within this
+        assert len(hook.requests) == 1, hook.requests
+        [req] = hook.requests
+        body = req["body"]
+        assert body["event"] == "mass_drain_brake" and body["alert"]["observed_by"] == "node3"
+        assert body["alert"]["drained"] == ["node1", "node2"] and body["alert"]["check"]
+        assert req["headers"]["Idempotency-Key"] == body["dedup_key"]
+        # node3 holds the marker in Slurm; node4 read it and stayed quiet.
+        assert "gcm brake" in (c.node("node3").get("Extra") or "")
+        with open(log_path) as f:
+            f.seek(start)
+            quiet = [json.loads(x) for x in f if '"mass_drain_brake_alert"' in x]
+        assert [e["node"] for e in quiet] == ["node3"]
+        # node3's outbox has it as sent; node4's outbox never had it.
+        assert len(os.listdir(tmp_path / "node3" / "outbox" / "sent")) == 1
+        assert not (tmp_path / "node4" / "outbox" / "sent").exists()
+        # Still failing on the next runs: no second alert from anyone.
+        for n in ("node3", "node4"):
+            assert _gcm_with(c, "health", n, cfgs[n]).returncode == 0
+        time.sleep(1.0)
+        assert len(hook.requests) == 1
+        for n in ("node3", "node4"):
+            assert "DRAIN" not in c.node(n)["State"]
+    finally:
+        hook.close()
+        c.reset_nodes()
+
+
+@pytest.mark.slurm
+def test_simultaneous_braked_nodes_send_one_episode_key(cluster4, tmp_path):
+    import threading
+
+    from test_notify_delivery import Hook
+
+    c = cluster4
+    c.reset_nodes()
+    hook = Hook()
+    try:
+        cfgs = _node_configs(c, str(tmp_path), hook.url + "/ops", handoff="inline")
+        for n in ("node1", "node2"):
+            assert _gcm_with(c, "health", n, cfgs[n]).returncode == 100
+        out = {}
+        threads = [threading.Thread(target=lambda n=n: out.__setitem__(n, _gcm_with(c, "health", n, cfgs[n])))
+                   for n in ("node3", "node4")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(90)
+        assert [out[n].returncode for n in ("node3", "node4")] == [0, 0]
+        # Both may miss the other's marker (the documented limit): at most two
+        # requests, and always one episode key for a receiver to dedupe on.
+        assert 1 <= len(hook.requests) <= 2, hook.requests
+        assert len({r["headers"]["Idempotency-Key"] for r in hook.requests}) == 1
+    finally:
+        hook.close()
         c.reset_nodes()

@@ -44,7 +44,7 @@ def test_prolog_does_not_import_what_it_does_not_run(tmp_path):
     code = ("import sys; from gcm_checks import cli; sys.argv=['gcm-checks']; "
             f"rc = cli.main(['prolog', '--config', '{cfg}', '--sim', 'healthy']); "
             "heavy = [m for m in ('gcm_checks.classify', 'gcm_checks.report', 'gcm_checks.notify', 'gcm_checks.xid', "
-            "'gcm_checks.dcgm', 'gcm_checks.qualify', 'gcm_checks.telemetry', 'gcm_checks.slurm', 'gcm_checks.brake', 'structlog', 'socket') if m in sys.modules]; "
+            "'gcm_checks.gather.dcgm', 'gcm_checks.gather.kernel_log', 'gcm_checks.qualify', 'gcm_checks.telemetry', 'gcm_checks.slurm', 'gcm_checks.brake', 'structlog', 'socket') if m in sys.modules]; "
             "print(rc, heavy)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.stdout.strip() == "0 []", p.stdout + p.stderr

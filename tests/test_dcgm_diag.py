@@ -16,10 +16,12 @@ from typing import Any, Dict, Optional
 
 import pytest
 
-from gcm_checks import dcgm
 from gcm_checks.checks.dcgm import check_dcgm_diag, diag_level, diag_timeout, gather_dcgm
-from gcm_checks.dcgm import DiagStatus
+from gcm_checks.gather import dcgm
+from gcm_checks.gather.dcgm import DiagStatus
 from gcm_checks.result import Status
+from gcm_checks.sim.dcgm import CannedBackend
+from gcm_checks.sim.sources import scenario_sources
 
 FIX = Path(__file__).parent / "fixtures" / "dcgm"
 
@@ -33,7 +35,9 @@ class _Settings:
 
 
 def _ctx(settings=None, sim=None, remaining=600.0, **extra):
-    return SimpleNamespace(settings=_Settings(settings), sim=sim, remaining=lambda: remaining, **extra)
+    # A simulated node is injected as sources, as the suite's Context does.
+    sources = scenario_sources(sim) if sim is not None else None
+    return SimpleNamespace(settings=_Settings(settings), sources=sources, remaining=lambda: remaining, **extra)
 
 
 def _fixture(name: str) -> str:
@@ -49,7 +53,7 @@ def _fake_dcgmi(tmp_path: Path, body: str) -> Path:
 
 
 def _judge(text: str, level: int = 1):
-    report = dcgm.CannedBackend(text).run(level, 60)
+    report = CannedBackend(text).run(level, 60)
     return report, check_dcgm_diag(report, _Settings())
 
 
@@ -477,7 +481,7 @@ def test_dcgm2_hardware_test_fail_without_text_still_drains():
 
 
 def test_dcgm4_software_test_config_prefix_and_textless_software_fail():
-    from gcm_checks.dcgm import DiagEntry, DiagError, DiagStatus, Finding, entry_finding
+    from gcm_checks.gather.dcgm import DiagEntry, DiagError, DiagStatus, Finding, entry_finding
 
     pm = DiagEntry("Deployment", "software", "GPU", 0, DiagStatus.FAIL, "Fail",
                    (DiagError("Persistence Mode: Persistence mode for GPU 0 is disabled."),))

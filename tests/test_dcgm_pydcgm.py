@@ -28,9 +28,10 @@ from typing import Any, Dict, Optional
 
 import pytest
 
-from gcm_checks import dcgm, dcgm_py
-from gcm_checks.checks.dcgm import check_dcgm_diag, gather_dcgm, pydcgm_mode
-from gcm_checks.dcgm import DiagStatus
+from gcm_checks.checks.dcgm import check_dcgm_diag, gather_dcgm
+from gcm_checks.gather import dcgm, dcgm_py
+from gcm_checks.gather.dcgm_source import pydcgm_mode
+from gcm_checks.gather.dcgm import DiagStatus
 from gcm_checks.result import Status
 
 FIX = Path(__file__).parent / "fixtures" / "dcgm"
@@ -384,7 +385,7 @@ class _Settings:
 
 
 def _ctx(settings=None, **extra):
-    return SimpleNamespace(settings=_Settings(settings), sim=None, remaining=lambda: 600.0, **extra)
+    return SimpleNamespace(settings=_Settings(settings), remaining=lambda: 600.0, **extra)
 
 
 def _fake_dcgmi(tmp_path: Path, body: str) -> Path:

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from gcm_checks import kernel_log as kl
+from gcm_checks.gather import kernel_log as kl
 from gcm_checks.testing import kernel_xid_line
 
 UTC = timezone.utc
@@ -191,7 +191,9 @@ def test_multiline_xid_in_a_file_keeps_its_continuation(tmp_path):
 def test_overlong_junk_line_is_skipped_not_buffered():
     import io
 
-    junk = b"x" * (kl._MAX_LINE + 10)
+    from gcm_checks.gather.kernel_log_lines import _MAX_LINE
+
+    junk = b"x" * (_MAX_LINE + 10)
     body = junk + b"\nNVRM: Xid (PCI:0000:3b:00): 79, ok\n"
     assert list(kl.iter_lines_file(io.BytesIO(body), chunk_size=1 << 16)) == ["NVRM: Xid (PCI:0000:3b:00): 79, ok"]
 

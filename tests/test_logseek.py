@@ -9,7 +9,7 @@ from datetime import timezone
 
 import pytest
 
-from gcm_checks import kernel_log, logseek
+from gcm_checks.gather import kernel_log, logseek
 from gcm_checks.testing import kernel_xid_line
 
 T0 = 1_796_000_000.0

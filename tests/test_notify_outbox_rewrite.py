@@ -57,3 +57,28 @@ def test_rewrite_skips_an_item_a_flush_holds(tmp_path):
     finally:
         os.close(fd)
     assert "x" not in _pending(box)["c/1/mail"]
+
+
+def test_not_before_holds_an_item_even_against_force(tmp_path):
+    box = Outbox(str(tmp_path / "ob"))
+    assert box.enqueue("c/7/hook", "hook", {"body": {}}, now=100.0, not_before=400.0)
+    sent = []
+    for t in (100.0, 399.0):
+        s = box.flush(lambda it, left: sent.append(it["key"]), budget_s=5, now=lambda t=t: t, force=True)
+        assert s.held == [{"key": "c/7/hook", "until": 400.0, "why": ""}] and sent == []
+    assert box.next_due() == 400.0
+    box.flush(lambda it, left: sent.append(it["key"]), budget_s=5, now=lambda: 400.0)
+    assert sent == ["c/7/hook"] and box.next_due() is None
+
+
+def test_a_non_finite_not_before_is_quarantined_not_held_forever(tmp_path):
+    import json as _json
+    from gcm_checks.notify.outbox import file_name
+
+    box = Outbox(str(tmp_path / "ob"))
+    box.enqueue("c/8/hook", "hook", {"body": {}}, now=100.0)
+    path = tmp_path / "ob" / "pending" / file_name("c/8/hook")
+    item = _json.loads(path.read_text())
+    path.write_text(_json.dumps(dict(item, not_before=float("inf"))).replace("Infinity", "1e999"))
+    s = box.flush(lambda it, left: None, budget_s=5, now=lambda: 200.0)
+    assert [q["name"] for q in s.quarantined] == [file_name("c/8/hook")] and s.held == []

@@ -25,7 +25,7 @@ def test_held_for_refinement(tmp_path):
     out = report.assemble_and_notify(make_job(str(tmp_path)), s, node="node1", budget_s=5, evidence=EVIDENCE, classification=CLS)
     assert out.get("held_for_refinement"), out
     [item] = job_items(s, "501", "pending")
-    assert item["attempts"] == 0 and item["next_attempt_at"] >= t0 + 119
+    assert item["attempts"] == 0 and item["not_before"] >= t0 + 119
 
 
 def test_default_sends_at_once(tmp_path):
@@ -34,3 +34,23 @@ def test_default_sends_at_once(tmp_path):
     assert not out.get("held_for_refinement")
     [item] = job_items(s, "501", "pending")
     assert item["attempts"] == 1  # tried now (and failed: nobody listens), will retry with backoff
+
+
+def test_flush_says_when_a_held_item_is_due(tmp_path, capsys):
+    import argparse
+
+    from gcm_checks.commands import notify as notify_cmd
+    from gcm_checks.notify.delivery import outbox_for
+
+    s = settings(str(tmp_path), 600.0)
+    t0 = time.time()
+    report.assemble_and_notify(make_job(str(tmp_path)), s, node="node1", budget_s=5, evidence=EVIDENCE, classification=CLS)
+    box = outbox_for(s)
+    assert box.next_due() >= t0 + 599
+    line = notify_cmd._next_due(box, now=t0)
+    assert "in 10 min" in line and "1 held" in line and "--now does not override" in line
+    # --now skips backoff, never a hold: nothing tried, the hold is shown.
+    summary = __import__("gcm_checks.notify", fromlist=["flush"]).flush(s, force=True, budget_s=5)
+    assert summary.sent == [] and summary.failed == [] and [h["why"] for h in summary.held] == ["accounting"]
+    [item] = job_items(s, "501", "pending")
+    assert item["attempts"] == 0

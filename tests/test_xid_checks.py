@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import pytest
 
-from gcm_checks import config
+from gcm_checks import config, testing
 from gcm_checks.checks import xid as xc
 from gcm_checks.result import Status
 from gcm_checks.testing import kernel_xid_line
@@ -20,23 +19,22 @@ BUS_MAP = {"00000000:18:00.0": 0, "00000000:2A:00.0": 1, "00000000:3A:00.0": 2, 
            "00000000:9A:00.0": 4, "00000000:AB:00.0": 5, "00000000:BA:00.0": 6, "00000000:DB:00.0": 7}
 
 
-@dataclass
-class FakeCtx:
-    """The parts of gcm_checks.runner.Context the XID gatherer uses."""
+def FakeCtx(settings: Any, state_dir: Path, window: Optional[Tuple[float, float]] = (START, END),
+            sources: Any = None, bus_map: Any = None):
+    """The suite's context (gcm_checks.testing.context): the kernel log is the
+    host reader's (a file, from the settings) unless ``sources`` injects one;
+    the run's GPU bus map is given instead of read from NVML (an exception
+    raises from it)."""
+    ctx = testing.context(settings, state_dir, window=window, sources=sources)
+    bus = dict(BUS_MAP) if bus_map is None else bus_map
 
-    settings: Any
-    state_dir: Path
-    window: Optional[Tuple[float, float]] = (START, END)
-    sim: Optional[Dict[str, Any]] = None
-    bus_map: Any = field(default_factory=lambda: dict(BUS_MAP))
+    def gpu_bus_ids():
+        if isinstance(bus, Exception):
+            raise bus
+        return bus
 
-    def gpu_bus_ids(self):
-        if isinstance(self.bus_map, Exception):
-            raise self.bus_map
-        return self.bus_map
-
-    def remaining(self) -> float:
-        return 10.0
+    ctx.gpu_bus_ids = gpu_bus_ids
+    return ctx
 
 
 def settings_for(log: Path, **xid: Any):

@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import os
 from datetime import timezone
-from types import SimpleNamespace
 
 import pytest
 
-from gcm_checks import kernel_log as kl
 from gcm_checks.checks import xid as xchecks
+from gcm_checks.gather import kernel_log as kl
+from gcm_checks.sim.sources import scenario_sources
 from gcm_checks.xid import scan as xscan
 from gcm_checks.xid import sxid
 from gcm_checks.xid.parse import parse_xid
@@ -240,8 +240,12 @@ def test_cli_explain_sxid(capsys, code, drains):
 
 def test_simulated_kernel_log_feeds_sxids_to_the_epilog_check(tmp_path):
     text = open(os.path.join(FIX, "sxid_mixed.syslog")).read()
-    ctx = SimpleNamespace(settings={}, state_dir=str(tmp_path), window=None, sim={"kernel_log": text},
-                          dry_run=True, gpu_bus_ids=lambda: {}, remaining=lambda: 10.0)
+    from gcm_checks import testing
+
+    # The scenario's text injected as the kernel log, as suite.Context does for --sim.
+    ctx = testing.context(testing.settings(), tmp_path, window=None, sources=scenario_sources({"kernel_log": text}),
+                          dry_run=True)
+    ctx.gpu_bus_ids = lambda: {}  # no NVML here: events keep their bus ids
     facts = xchecks.gather_xid(ctx)
     assert [e.sxid for e in facts.sxids] == [20034, 12028, 19049, 23001]
 

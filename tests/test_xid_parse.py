@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gcm_checks.kernel_log import KernelLine
+from gcm_checks.gather.kernel_log_parse import KernelLine
 from gcm_checks.xid.parse import group, normalise_bus_id, parse_xid, sanitise
 
 # (line, xid, normalised bus id, pid, process) - lines copied from the corpus.

@@ -7,7 +7,7 @@ from datetime import timezone
 
 import pytest
 
-from gcm_checks import kernel_log as kl
+from gcm_checks.gather import kernel_log as kl
 from gcm_checks.testing import kernel_xid_line
 from gcm_checks.xid import scan as xscan
 

@@ -384,7 +384,7 @@ def failure_trends(
     from gcm_checks.accounting import trends
     from gcm_checks.accounting.judge import classify_run
     from gcm_checks.accounting.records import SacctNotes, iter_records
-    from gcm_checks.accounting.refine import find_report
+    from gcm_checks.accounting.refine import find_report, may_have_report, stored_report_keys
 
     acc = _or_builtin(settings).accounting
     notes = SacctNotes()
@@ -392,7 +392,7 @@ def failure_trends(
         def fetch(**kw: Any) -> Iterable[Dict[str, str]]:
             return slurm.sacct_stream(sacct=acc.sacct, timeout=acc.timeout_s, notes=notes, **kw)
     rows = fetch(since=since, until=until, partition=partition)
-    stored = _stored_report_keys(settings) if settings is not None else set()
+    stored = stored_report_keys(settings) if settings is not None else set()
     by_fields: Dict[Tuple[Any, ...], Tuple[Dict[str, Any], Dict[str, Any]]] = {}
     suspect: List[str] = []
 
@@ -422,7 +422,7 @@ def failure_trends(
                     continue
                 siblings = [e for e in ends if e != rec.end]
                 report = None
-                if stored and _may_have_report(rec, stored):
+                if stored and may_have_report(rec, stored):
                     report = find_report(settings, rec, siblings)[0]
                 c, o = judged(rec, report)
                 if o.get("id") == "suspect" and len(suspect) < 1000:
@@ -447,23 +447,6 @@ def failure_trends(
     doc["notes"] = notes.to_list()
     doc["sacct"] = notes.to_dict()
     return doc
-
-
-def _stored_report_keys(settings: "Settings") -> set:
-    """Names of the report directories on this machine, read once: a run
-    whose keys are not among them has no report, without three opens per run."""
-    try:
-        with os.scandir(settings.report.report_dir) as it:
-            return {e.name for e in it}
-    except OSError:
-        return set()
-
-
-def _may_have_report(rec: Any, stored: set) -> bool:
-    from gcm_checks.report.spool import safe_name
-
-    keys = [rec.key, rec.job_id] + [f"{rec.job_id}.{i}" for i in range(1, max(rec.runs, rec.run + 1) + 1)]
-    return any(safe_name(k) in stored for k in keys)
 
 
 def _iso_local(t: float) -> str:

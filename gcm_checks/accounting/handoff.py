@@ -35,8 +35,9 @@ def _rewrite_pending(settings: "Settings", key: str, update: Callable[[Dict[str,
 
 
 def hold_notifications(settings: "Settings", job_key: str, *, now: Optional[float] = None) -> List[str]:
-    """Delay a job's first delivery by ``accounting.notify_wait_s`` so the
-    refinement pass can correct the category first. Call right after
+    """Hold a job's first delivery for ``accounting.notify_wait_s`` (the
+    outbox item's ``not_before``) so the refinement pass can correct the
+    category first. Call right after
     ``notify.enqueue_report`` (before any flush). Returns the keys held.
 
     If no refinement comes (slurmdbd down), the hold simply expires and the
@@ -51,7 +52,8 @@ def hold_notifications(settings: "Settings", job_key: str, *, now: Optional[floa
         def upd(item: Dict[str, Any]) -> bool:
             if int(item.get("attempts", 0)):
                 return False  # already tried: its backoff rules
-            item["next_attempt_at"] = max(float(item.get("next_attempt_at", 0)), now + acc.notify_wait_s)
+            # not_before: the outbox's hold, which no flush (not even --now) sends before.
+            item["not_before"] = max(float(item.get("not_before") or 0), now + acc.notify_wait_s)
             item["held_for"] = "accounting"
             return True
 
@@ -76,6 +78,7 @@ def release_notifications(settings: "Settings", report: Mapping[str, Any], *, no
                 item["payload"] = notify.build_payload(ch, report, list((item.get("payload") or {}).get("to") or []))
             if not int(item.get("attempts", 0)):
                 item["next_attempt_at"] = min(float(item.get("next_attempt_at", now)), now)
+            item.pop("not_before", None)  # released: due now
             item.pop("held_for", None)
             item["refined_at"] = now
             return True

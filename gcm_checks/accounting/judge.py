@@ -76,12 +76,17 @@ def classify_run(
 
     ne = node_evidence or {}
     reason = record.reason if record.reason and record.reason != "None" else None
+    # slurmdbd can record a failed step before it updates the job's
+    # DerivedExitCode (as diagnose.run_outcome says): a failed step is the
+    # derived failure either way, or a job the outcome calls failed would be
+    # classified "success" (seen on the test cluster: COMPLETED, 0:0, step 5:0).
+    derived = record.derived_exit_code or next((s.exit_code or 1 for s in record.failed_steps), None)
     inp = ClassifyInput(
         logs=list(logs),
         state=record.state_raw or record.state or None,
         exit_code=record.exit_code,
         signal=record.signal,
-        derived_exit_code=record.derived_exit_code,
+        derived_exit_code=derived,
         reason=reason,
         xids=list(ne.get("xids") or ()),
         dcgm_failures=list(ne.get("dcgm_failures") or ()),

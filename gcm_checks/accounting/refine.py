@@ -12,7 +12,11 @@ runs this pass, which
    be called from EpilogSlurmctld for every job at no cost), and holds a lock
    so two passes never overlap;
 2. makes ONE sacct call for every job and step that ended since the last
-   pass (minus ``overlap_s``, because slurmdbd lags slurmctld);
+   pass (minus ``overlap_s``, because slurmdbd lags slurmctld), and reads
+   its output as a stream (``slurm.sacct_stream`` grouped per job by
+   ``records.iter_records``, as ``failures`` does): memory does not grow with
+   the number of rows, and a run with no report on this machine costs one
+   set lookup, not three file opens;
 3. defers runs that are not final yet - the placeholder row slurmdbd shows
    right after a job ends, or an End less than ``settle_s`` ago - to the
    next pass, by keeping the window open for them;
@@ -29,14 +33,17 @@ import fcntl
 import os
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 if TYPE_CHECKING:
     from gcm_checks.config.types import Accounting, Settings
 
 
-# fetch(since, until) -> sacct rows; injectable so tests count calls.
-Fetch = Callable[[float, float], List[Dict[str, str]]]
+# fetch(since, until) -> sacct rows (a list or a stream); injectable so tests count calls.
+Fetch = Callable[[float, float], Iterable[Dict[str, str]]]
+
+# Run keys kept as examples in PassSummary.no_report; the count is exact.
+NO_REPORT_EXAMPLES = 100
 
 
 @dataclass
@@ -50,7 +57,8 @@ class PassSummary:
     refined: List[Dict[str, Any]] = field(default_factory=list)  # category changed
     confirmed: List[str] = field(default_factory=list)  # accounting added evidence, same category
     deferred: List[str] = field(default_factory=list)
-    no_report: List[str] = field(default_factory=list)  # ended, but gcm-checks holds no report here
+    no_report: List[str] = field(default_factory=list)  # ended, no report here (the first NO_REPORT_EXAMPLES)
+    no_report_count: int = 0
     released: List[str] = field(default_factory=list)  # outbox items updated and made due
     after_notification: List[str] = field(default_factory=list)  # category changed after a send
     errors: List[str] = field(default_factory=list)
@@ -201,15 +209,34 @@ from gcm_checks.accounting.handoff import (  # noqa: E402,F401
 # The pass
 
 
-def default_fetch(settings: "Settings") -> Fetch:
+def default_fetch(settings: "Settings", notes: Any = None) -> Fetch:
     from gcm_checks import slurm
 
     acc = settings.accounting
 
-    def fetch(since: float, until: float) -> List[Dict[str, str]]:
-        return slurm.sacct_rows(since=since, until=until, sacct=acc.sacct, timeout=acc.timeout_s)
+    def fetch(since: float, until: float) -> Iterable[Dict[str, str]]:
+        # A stream: it raises SlurmError after the last row when sacct
+        # failed or ran past its deadline (never a cut-off list taken as whole).
+        return slurm.sacct_stream(since=since, until=until, sacct=acc.sacct, timeout=acc.timeout_s, notes=notes)
 
     return fetch
+
+
+def stored_report_keys(settings: "Settings") -> Set[str]:
+    """Names of the report directories on this machine, read once per pass:
+    a run whose keys are not among them has no report, without three opens."""
+    try:
+        with os.scandir(settings.report.report_dir) as it:
+            return {e.name for e in it}
+    except OSError:
+        return set()
+
+
+def may_have_report(rec: Any, stored: Set[str]) -> bool:
+    from gcm_checks.report.spool import safe_name
+
+    keys = [rec.key, rec.job_id] + [f"{rec.job_id}.{i}" for i in range(1, max(rec.runs, rec.run + 1) + 1)]
+    return any(safe_name(k) in stored for k in keys)
 
 
 def load_report(settings: "Settings", key: str) -> Tuple[Optional[Dict[str, Any]], str]:
@@ -311,14 +338,16 @@ def refine_pass(
         summary.sacct_calls += 1
         summary.ran = True
         try:
-            rows = fetch(since, until)
+            # Streamed: sacct's failure may surface after some runs were
+            # refined; those are remembered (st["refined"]), the window is not
+            # advanced, and the next pass reads it again.
+            _refine_rows(settings, acc, st, fetch(since, until), since, until, now, summary)
         except Exception as e:  # noqa: BLE001 - sacct down is "could not tell": keep the window for next time
             summary.errors.append(f"sacct: {e}")
             st["last_pass_at"] = now
             st["last_error"] = str(e)[:300]
             write_state(path, st)
             return summary
-        _refine_rows(settings, acc, st, rows, since, until, now, summary)
         st.update(last_pass_at=now, last_until=until, last_error="")
         write_state(path, st)
     finally:
@@ -333,51 +362,67 @@ def refine_pass(
     return summary
 
 
-def _refine_rows(settings: "Settings", acc: "Accounting", st: Dict[str, Any], rows: List[Dict[str, str]],
+def _refine_rows(settings: "Settings", acc: "Accounting", st: Dict[str, Any], rows: Iterable[Dict[str, str]],
                  since: float, until: float, now: float, summary: PassSummary) -> None:
-    from gcm_checks.accounting.records import JobRecord, ended_between, group_rows
+    """Fold sacct's rows, one job's group at a time, into the pass. What
+    was done is stored in ``st`` even when the stream fails half-way."""
+    from gcm_checks.accounting.records import JobRecord, ended_between, iter_records
 
     waiting: Dict[str, Any] = dict(st.get("waiting") or {})
     deferred: Dict[str, Any] = dict(st.get("deferred") or {})
     refined: Dict[str, float] = {k: float(v) for k, v in (st.get("refined") or {}).items()}
-    records = group_rows(rows)
-    ends: Dict[str, List[float]] = {}
-    for r in records:
-        if r.end is not None and not r.placeholder:
-            ends.setdefault(r.job_id, []).append(r.end)
-    for rec in ended_between(records, since, until):
-        summary.runs_seen += 1
-        key = rec.key
-        if rec.placeholder or (rec.end is not None and until - rec.end < acc.settle_s):
-            # Not final yet (facts #9): next pass, window kept open for it.
-            deferred.setdefault(key, {"seen": now, "end": rec.end if rec.end is not None else now})
-            summary.deferred.append(key)
-            continue
-        deferred.pop(key, None)
-        if key in refined:
-            continue
-        siblings = [e for e in ends.get(rec.job_id, []) if e != rec.end]
-        if _refine_one(settings, rec, now, summary, siblings=siblings):
-            refined[key] = now
-            waiting.pop(key, None)
-        elif key not in waiting:
-            waiting[key] = {"seen": now, "record": rec.to_dict(), "siblings": siblings}
-    # Runs whose report was not there yet (a multi-node report is assembled
-    # up to report.gather_timeout_s later): retried from the stored record,
-    # no new sacct call, for report_wait_s.
-    for key, info in list(waiting.items()):
-        if key in summary.no_report:
-            continue  # looked for a moment ago
-        if _refine_one(settings, JobRecord.from_dict(info["record"]), now, summary, retry=True,
-                       siblings=info.get("siblings") or ()):
-            refined[key] = now
-            waiting.pop(key)
-        elif now - float(info.get("seen", now)) >= acc.report_wait_s:
-            waiting.pop(key)
-    # Deferred runs that never became final (a lost job) are dropped after keep_s.
-    st["deferred"] = {k: v for k, v in deferred.items() if now - float(v.get("seen", now)) < acc.keep_s}
-    st["refined"] = {k: t for k, t in refined.items() if now - t < acc.keep_s}
-    st["waiting"] = waiting
+    stored = stored_report_keys(settings)
+    looked: Set[str] = set()  # runs found without a report this pass (only those that may still get one)
+    try:
+        for group in iter_records(rows):
+            # A job's runs come together, so its sibling ends are in its group.
+            ends = [r.end for r in group if r.end is not None and not r.placeholder]
+            for rec in ended_between(group, since, until):
+                summary.runs_seen += 1
+                key = rec.key
+                if rec.placeholder or (rec.end is not None and until - rec.end < acc.settle_s):
+                    # Not final yet (facts #9): next pass, window kept open for it.
+                    deferred.setdefault(key, {"seen": now, "end": rec.end if rec.end is not None else now})
+                    summary.deferred.append(key)
+                    continue
+                deferred.pop(key, None)
+                if key in refined:
+                    continue
+                siblings = [e for e in ends if e != rec.end]
+                if stored and may_have_report(rec, stored) and _refine_one(settings, rec, now, summary, siblings=siblings):
+                    refined[key] = now
+                    waiting.pop(key, None)
+                    continue
+                _no_report(summary, key)
+                # Only a run that ended less than report_wait_s ago can still
+                # get its report (a multi-node one is assembled up to
+                # report.gather_timeout_s later); an older one never will, and
+                # remembering it would grow the state with the window.
+                if key not in waiting and rec.end is not None and until - rec.end < acc.report_wait_s:
+                    waiting[key] = {"seen": now, "record": rec.to_dict(), "siblings": siblings}
+                    looked.add(key)
+        # Runs whose report was not there yet: retried from the stored record,
+        # no new sacct call, for report_wait_s.
+        for key, info in list(waiting.items()):
+            if key in looked:
+                continue  # looked for a moment ago
+            if _refine_one(settings, JobRecord.from_dict(info["record"]), now, summary, retry=True,
+                           siblings=info.get("siblings") or ()):
+                refined[key] = now
+                waiting.pop(key)
+            elif now - float(info.get("seen", now)) >= acc.report_wait_s:
+                waiting.pop(key)
+    finally:
+        # Deferred runs that never became final (a lost job) are dropped after keep_s.
+        st["deferred"] = {k: v for k, v in deferred.items() if now - float(v.get("seen", now)) < acc.keep_s}
+        st["refined"] = {k: t for k, t in refined.items() if now - t < acc.keep_s}
+        st["waiting"] = waiting
+
+
+def _no_report(summary: PassSummary, key: str) -> None:
+    summary.no_report_count += 1
+    if len(summary.no_report) < NO_REPORT_EXAMPLES:
+        summary.no_report.append(key)
 
 
 def _refine_one(settings: "Settings", rec: Any, now: float, summary: PassSummary, retry: bool = False,
@@ -389,8 +434,6 @@ def _refine_one(settings: "Settings", rec: Any, now: float, summary: PassSummary
     key = rec.key
     report, _path = find_report(settings, rec, siblings)
     if report is None:
-        if not retry:
-            summary.no_report.append(key)
         return False
     try:
         cls = classify_run(rec, report_logs(report), node_inputs(report.get("nodes") or ()))
@@ -415,5 +458,5 @@ def _refine_one(settings: "Settings", rec: Any, now: float, summary: PassSummary
 
 __all__ = [
     "PassSummary", "refine_pass", "refine_report", "hold_notifications", "release_notifications",
-    "read_state", "window", "due",
+    "read_state", "window", "due", "stored_report_keys", "may_have_report",
 ]

@@ -7,13 +7,12 @@ hardware is bad; a node setting (persistence mode off) or "can still perform
 workload" warns. "dcgmi missing", "nv-hostengine down" and DCGM's own
 machinery failing are ``unknown``: they say nothing about the GPUs (rule 2).
 
-Production runs the diag through DCGM's Python bindings when
-``dcgm.use_pydcgm`` allows and they are installed (``gcm_checks.dcgm_py``: a
-child process killed at the deadline), else through ``dcgmi``; both give the
-same report.
-
-Simulation: a scenario (``ctx.sim``) replaces dcgmi with its ``dcgm_diag`` key
-(see ``gcm_checks.dcgm.CannedBackend``). A scenario without that key behaves
+The diag runs through a source (``gcm_checks.gather.sources``). The host's
+(``gcm_checks.gather.dcgm_source``) uses DCGM's Python bindings when
+``dcgm.use_pydcgm`` allows and they are installed (``gcm_checks.gather.dcgm_py``:
+a child process killed at the deadline), else ``dcgmi``; both give the same
+report. Simulation injects the scenario's ``dcgm_diag`` in dcgmi's place (see
+``gcm_checks.sim.dcgm.CannedBackend``); a scenario without that key behaves
 like a node without DCGM installed: ``unknown``, never ``fail``.
 """
 
@@ -32,7 +31,7 @@ _MIN_START_S = 5.0
 
 
 def diag_level(ctx: Any) -> int:
-    """The runner may raise the level (2 after a job that ended with hardware suspicion)."""
+    """The suite may raise the level (2 after a job that ended with hardware suspicion)."""
     override = getattr(ctx, "dcgm_level", None)
     if override is not None:
         return int(override)
@@ -40,14 +39,14 @@ def diag_level(ctx: Any) -> int:
 
 
 def diag_timeout(ctx: Any, level: int) -> float:
-    from gcm_checks.dcgm import DEFAULT_TIMEOUT_S
+    from gcm_checks.gather.dcgm_model import DEFAULT_TIMEOUT_S
 
     configured = ctx.settings.get("dcgm.timeout_s", None)
     timeout = float(configured) if configured else DEFAULT_TIMEOUT_S.get(level, 120.0)
     remaining = getattr(ctx, "remaining", None)
     if callable(remaining):
         # Leave room for the kill (proc waits up to 1 s for a killed child)
-        # plus judging, inside the runner's own gather deadline.
+        # plus judging, inside the suite's own gather deadline.
         left = float(remaining()) - 1.5
         if left < _MIN_START_S:
             return 0.0
@@ -58,7 +57,7 @@ def diag_timeout(ctx: Any, level: int) -> float:
 def diag_gpus(ctx: Any):
     """The job's GPUs (``ctx.job["gpus"]``, from SLURM_JOB_GPUS) unless
     ``dcgm.scope`` is ``node``; None = every GPU."""
-    from gcm_checks.dcgm import parse_gpu_list
+    from gcm_checks.gather.dcgm import parse_gpu_list
 
     if str(ctx.settings.get("dcgm.scope", "job") or "job") == "node":
         return None
@@ -69,7 +68,8 @@ def diag_gpus(ctx: Any):
 @gatherer("dcgm")
 def gather_dcgm(ctx: Any):
     # Lazy import: the prolog never runs DCGM and must not pay for it (rule 7).
-    from gcm_checks import dcgm
+    from gcm_checks.gather import dcgm
+    from gcm_checks.gather.sources import dcgm_source
 
     level = diag_level(ctx)
     timeout = diag_timeout(ctx, level)
@@ -77,48 +77,8 @@ def gather_dcgm(ctx: Any):
         gpus = diag_gpus(ctx)
     except ValueError as e:
         return dcgm.could_not_tell(level, "dcgmi", f"cannot read the job's GPU list: {e}")
-    sim = getattr(ctx, "sim", None)
-    if sim is not None:
-        canned = sim.get("dcgm_diag") if hasattr(sim, "get") else None
-        if canned is None:
-            return dcgm.could_not_tell(level, "sim", "dcgmi not installed (simulation scenario has no dcgm_diag)")
-        backend: Any = dcgm.CannedBackend(canned, gpus)
-    else:
-        backend = diag_backend(ctx, gpus)
-        if backend is None:
-            return dcgm.could_not_tell(
-                level,
-                "pydcgm",
-                "dcgm.use_pydcgm is yes but DCGM's Python bindings (pydcgm) were not found on sys.path or under "
-                "/usr/share/datacenter-gpu-manager*/bindings/python3 or /usr/local/dcgm/bindings/python3",
-            )
-    return dcgm.run_diag(level, timeout, backend)
-
-
-def pydcgm_mode(value: Any) -> str:
-    """``dcgm.use_pydcgm`` as auto / yes / no; a bool (the key's old form,
-    and what YAML makes of a bare yes/no) is yes / no."""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    text = str(value if value is not None else "auto").strip().lower()
-    return {"true": "yes", "false": "no", "1": "yes", "0": "no"}.get(text, text if text in ("yes", "no") else "auto")
-
-
-def diag_backend(ctx: Any, gpus: Any) -> Any:
-    """pydcgm when wanted and found, else dcgmi; None when pydcgm is
-    required (``yes``) but absent."""
-    from gcm_checks import dcgm
-
-    dcgmi = dcgm.DcgmiBackend(ctx.settings.get("dcgm.dcgmi", None) or "dcgmi", gpu_ids=gpus)
-    mode = pydcgm_mode(ctx.settings.get("dcgm.use_pydcgm", "auto"))
-    if mode == "no":
-        return dcgmi
-    from gcm_checks import dcgm_py
-
-    found = dcgm_py.find_bindings()
-    if found is None:
-        return None if mode == "yes" else dcgmi
-    return dcgm_py.PydcgmBackend(found, gpus, fallback=dcgmi if mode == "auto" else None)
+    # The host's dcgmi or pydcgm, or what simulation injected.
+    return dcgm.run_diag(level, timeout, dcgm_source(ctx).backend(ctx, gpus))
 
 
 @register(CHECK_ID, tags=["epilog", "qualify"], needs="dcgm")
@@ -128,9 +88,9 @@ def check_dcgm_diag(report: Any, settings: Any) -> List[CheckResult]:
     A failed test fails the GPU only when DCGM's own severity says the
     hardware is bad; configuration findings and "can still perform workload"
     warn, and failures of DCGM's own machinery (CUDA context, EUD harness,
-    internal errors) are unknown (gcm_checks.dcgm.classify_error).
+    internal errors) are unknown (gcm_checks.gather.dcgm_model.classify_error).
     """
-    from gcm_checks.dcgm import DiagStatus
+    from gcm_checks.gather.dcgm_model import DiagStatus
 
     if not report.ok:
         return [cannot_tell(f"DCGM diag level {report.level}: {report.problem}", level=report.level, source=report.source)]
@@ -191,7 +151,7 @@ _FINDING_WORDS = {
 
 def _judge(entry: Any):
     """(status, finding kind) for one non-passing entry."""
-    from gcm_checks.dcgm import DiagStatus, entry_finding
+    from gcm_checks.gather.dcgm_model import DiagStatus, entry_finding
 
     if entry.status is DiagStatus.UNRECOGNISED:
         # A status word we do not know (a future DCGM): say so rather than
@@ -217,7 +177,7 @@ def _summarise(entries: list, limit: int = 3) -> str:
         err = "; ".join(x.describe() for x in e.errors) or "no detail from DCGM"
         words = _FINDING_WORDS.get(kind, "")
         if kind == "config":
-            from gcm_checks.dcgm import config_setting
+            from gcm_checks.gather.dcgm_model import config_setting
 
             setting = config_setting(e)
             if setting:
@@ -242,6 +202,6 @@ def _entry_detail(e: Any, status: Status, kind: str) -> dict:
 
 
 def _setting(e: Any) -> Optional[str]:
-    from gcm_checks.dcgm import config_setting
+    from gcm_checks.gather.dcgm_model import config_setting
 
     return config_setting(e)

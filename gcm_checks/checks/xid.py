@@ -12,9 +12,10 @@ NVIDIA's catalog (``gcm_checks.xid``); the checks only group and word it:
 
 A kernel log we cannot read is ``unknown`` for both, never ``fail`` (rule 2).
 
-Simulation: the scenario's ``kernel_log`` text stands in for the kernel log
-and is scanned whole - its stamps are fixed in the scenario file and cannot
-fall inside a real job's window. A scenario without it is a clean log.
+The kernel log is a source (``gcm_checks.gather.sources``): the host's by
+default. Simulation injects the scenario's ``kernel_log`` text, scanned whole
+- its stamps are fixed in the scenario file and cannot fall inside a real
+job's window. A scenario without it is a clean log.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class XidFacts:
     def window_text(self) -> str:
         if self.window is None:
             return "the kernel log"
-        from gcm_checks.kernel_log import iso
+        from gcm_checks.gather.kernel_log_parse import iso
 
         return f"{iso(self.window[0])} .. {iso(self.window[1])}"
 
@@ -54,23 +55,18 @@ class XidFacts:
 @gatherer("xid")
 def gather_xid(ctx: Any) -> XidFacts:
     # Lazy imports: the prolog loads this module but never gathers XIDs (rule 7).
-    from gcm_checks import kernel_log
+    from gcm_checks.gather import kernel_log
+    from gcm_checks.gather.sources import kernel_log_source
     from gcm_checks.xid import scan as xscan
 
     settings = ctx.settings
     state_dir = str(ctx.state_dir)
     now = time.time()
     health = ctx.window is None
-    sim = getattr(ctx, "sim", None)
+    log = kernel_log_source(ctx)  # the host's, or what simulation injected
     cov = kernel_log.Coverage()
-    window: Optional[Tuple[float, float]]
-    if sim is not None:
-        window = None
-        text = sim.get("kernel_log") or ""
-        boot = sim.get("boot_time")
-        cov.source = "simulation"
-        lines = kernel_log.read_text(str(text), boot=float(boot) if boot is not None else None, coverage=cov)
-    else:
+    window: Optional[Tuple[float, float]] = None
+    if log.windowed:
         if ctx.window is not None:
             window = (float(ctx.window[0]), float(ctx.window[1]))
         else:
@@ -80,16 +76,8 @@ def gather_xid(ctx: Any) -> XidFacts:
             if since is None or since < now - lookback:
                 since = now - lookback
             window = (since, now)
-        timeout = max(0.5, min(float(settings.get("xid.journal_timeout_s", 5.0)), ctx.remaining() - 0.5))
-        source = str(settings.get("xid.source", "auto"))
-        path = settings.get("xid.kernel_log_path", None)
-
-        def lines_from_host():
-            # A generator, so "file source without a path" surfaces below as unknown.
-            yield from kernel_log.read_window(source, path=path, since=window[0], until=window[1],
-                                              timeout=timeout, coverage=cov)
-
-        lines = lines_from_host()
+    timeout = max(0.5, min(float(settings.get("xid.journal_timeout_s", 5.0)), ctx.remaining() - 0.5))
+    lines = log.read(ctx, window, timeout=timeout, coverage=cov)
     bus_map = _bus_map(ctx)
     try:
         both = list(xscan.scan_all(lines, bus_map))
@@ -105,7 +93,8 @@ def gather_xid(ctx: Any) -> XidFacts:
                 esc.record(events, now)
         except OSError as e:
             cov.notes.append(f"XID history not updated: {e}")
-    if health and sim is None and window is not None and not getattr(ctx, "dry_run", False):
+    # A fixed (simulated) log has no window: no scan mark to move on.
+    if health and window is not None and not getattr(ctx, "dry_run", False):
         try:
             xscan.write_last_scan(state_dir, window[1])
         except OSError as e:

@@ -9,7 +9,8 @@
 cron on every node as often as you like: it assembles overdue multi-node
 reports, then sends what is due, each item at most once. An item that failed
 waits out its backoff (it says when it is due next); ``--now`` tries every
-pending item at once. Its exit status is 0 even when a relay is down (the
+pending item at once, except one held (``not_before``: waiting for
+accounting's refinement), which no flush sends early. Its exit status is 0 even when a relay is down (the
 items wait), unless ``--strict`` asks to know. Reports and channels:
 docs/reports.md.
 """
@@ -33,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        description="Assemble overdue reports and deliver what is due. A failed delivery waits out its "
                                    "retry backoff; the output says when the next retry is due. --now tries every "
                                    "pending item at once.")
-    p.add_argument("--now", action="store_true", help="ignore retry backoff: try every pending item now")
+    p.add_argument("--now", action="store_true", help="ignore retry backoff: try every pending item now (held items still wait)")
     p.add_argument("--budget", type=float, default=None, help="seconds to spend (default notify.budget_s)")
     p.add_argument("--strict", action="store_true", help="exit 1 if anything is still pending afterwards")
     add_json(p)
@@ -92,6 +93,9 @@ def _flush(args: argparse.Namespace, settings: Any) -> int:
             print(f"failed     {f['key']}: {f['error']}")
         for k in s.dead:
             print(f"gave up    {k} (kept in outbox/dead; 'notify retry' to resend)")
+        for h in s.held:
+            until = time.strftime("%H:%M:%S", time.localtime(h["until"]))
+            print(f"held       {h['key']} until {until}" + (f" ({h['why']})" if h.get("why") else ""))
         for q in getattr(s, "quarantined", ()):
             print(f"quarantined {q['name']}: {q['why']} (moved to outbox/quarantine, never sent)")
         print(f"{len(s.sent)} sent, {len(s.failed)} failed, {pending} pending")
@@ -105,17 +109,23 @@ def _flush(args: argparse.Namespace, settings: Any) -> int:
 
 def _next_due(box: Any, now: Optional[float] = None) -> str:
     """When the next pending item will be tried: a plain flush waits out the
-    backoff, so say so instead of looking like it did nothing."""
+    backoff and every flush a hold (``not_before``), so say so instead of
+    looking like it did nothing."""
     now = time.time() if now is None else now
-    due = [float(i.get("next_attempt_at") or 0) for i in box.items("pending")]
-    if not due:
+    items = list(box.items("pending"))
+    if not items:
         return "next retry: nothing pending"
-    first = min(due)
+    # As Outbox.next_due: the retry time or the hold, whichever is later.
+    first = min(max(float(i.get("next_attempt_at") or 0), float(i.get("not_before") or 0)) for i in items)
     if first <= now:
         return "next retry: due now (the next flush sends it)"
     mins = (first - now) / 60
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(first))
-    return f"next retry due at {when} (in {mins:.0f} min); 'gcm-checks notify flush --now' retries now"
+    held = [i for i in items if float(i.get("not_before") or 0) > now]
+    tail = "" if len(held) == len(items) else "; 'gcm-checks notify flush --now' retries now"
+    if held:
+        tail += f"; {len(held)} held (not_before, e.g. until accounting refines it): --now does not override a hold"
+    return f"next retry due at {when} (in {mins:.0f} min){tail}"
 
 
 def _show(args: argparse.Namespace, settings: Any) -> int:
@@ -136,7 +146,8 @@ def _show(args: argparse.Namespace, settings: Any) -> int:
 
     render(("STATE", "KEY", "ATTEMPTS", "NEXT TRY", "LAST ERROR"),
            [(r["state"], r["key"], r.get("attempts", 0),
-             time.strftime("%H:%M:%S", time.localtime(r.get("next_attempt_at") or 0)) if r["state"] == "pending" else "-",
+             time.strftime("%H:%M:%S", time.localtime(max(float(r.get("next_attempt_at") or 0), float(r.get("not_before") or 0))))
+             + (" held" if r.get("not_before") else "") if r["state"] == "pending" else "-",
              r.get("last_error") or "-") for r in rows], flexible=(1, 4), gap=2)
     return 0
 

@@ -49,5 +49,5 @@ def summary_line(s) -> str:
         return f"gcm-checks refine: skipped: {s.skipped}"
     changed = ", ".join(f"{c['key']} {c['from']}->{c['to']}" for c in s.refined) or "none"
     return (f"gcm-checks refine: {s.sacct_calls} sacct call, {s.runs_seen} runs ended; refined: {changed}; "
-            f"confirmed {len(s.confirmed)}, deferred {len(s.deferred)}, no report {len(s.no_report)}, "
+            f"confirmed {len(s.confirmed)}, deferred {len(s.deferred)}, no report {s.no_report_count}, "
             f"released {len(s.released)} notification(s)")

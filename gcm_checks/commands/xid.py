@@ -125,7 +125,7 @@ def _bus_map(enabled: bool, timeout: float) -> Dict[str, int]:
 
 
 def _scan(args: argparse.Namespace) -> int:
-    from gcm_checks import kernel_log
+    from gcm_checks.gather import kernel_log
     from gcm_checks.xid import scan as xscan
 
     try:
@@ -190,7 +190,7 @@ def _scan(args: argparse.Namespace) -> int:
 
 
 def _print_table(events: List[Any], cov: Any, since: Optional[float], until: Optional[float]) -> None:
-    from gcm_checks.kernel_log import iso
+    from gcm_checks.gather.kernel_log import iso
 
     win = f"{iso(since) if since else 'start'} .. {iso(until) if until else 'end'}"
     print(f"# {cov.source}: {win}")

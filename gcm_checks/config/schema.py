@@ -129,6 +129,11 @@ SCHEMA: Dict[str, Any] = {
         "backoff_max_s": Key("float", 3600.0, "Longest retry delay.", minimum=0),
         "give_up_after_s": Key("float", 604800.0, "Move a message to outbox/dead (kept) after this long.", minimum=0),
         "outbox_dir": Key("str", "", "Overrides report.outbox_dir when set."),
+        # Admin alerts (the mass-drain brake; gcm_checks.notify.admin, docs/slurm.md).
+        "admin": {
+            "channels": Key("any", [], "Channel name(s) in notify.channels that get admin alerts; [] = every channel with when:."),
+            "to": Key("any", [], "Operators' e-mail address(es) for admin alerts; an alert never goes to a job user."),
+        },
     },
     # Batched sacct refinement, why, failures (gcm_checks.accounting, docs/accounting.md).
     "accounting": {
@@ -232,6 +237,9 @@ def _validate_section(source: str, data: Any, schema: Dict[str, Any], prefix: st
                 for cid, st in value.items():
                     if st not in STATUS_CHOICES:
                         raise ConfigError(source, f"checks.severity.{cid}", "one of " + ", ".join(STATUS_CHOICES), st)
+            if dotted.endswith(("notify.admin.channels", "notify.admin.to")) and not (
+                    isinstance(value, str) or (isinstance(value, list) and all(isinstance(x, str) for x in value))):
+                raise ConfigError(source, dotted, "a string or a list of strings", value)
             if dotted.endswith(("notify.policy.clusters", "notify.policy.partitions", "notify.policy.users")):
                 for who, pol in value.items():
                     if pol not in POLICIES:

@@ -173,11 +173,28 @@ class NotifyEmail(Section):
     domain_template: str
 
 
+class NotifyAdmin(Section):
+    """Admin alerts' routes (``notify.admin:``)."""
+
+    __slots__ = ()
+
+    channels: Any
+    to: Any
+
+    def recipients(self) -> Tuple[str, ...]:
+        """``to`` as a tuple of addresses (one address may be written bare)."""
+        return _names(self.to)
+
+
+def _names(v: Any) -> Tuple[str, ...]:
+    return (v,) if isinstance(v, str) else tuple(str(x) for x in v or ())
+
+
 class Notify(Section):
     """Notifications: channels, who is told, delivery (``notify:``)."""
 
     __slots__ = ()
-    _nested = {"policy": NotifyPolicy, "email": NotifyEmail}
+    _nested = {"policy": NotifyPolicy, "email": NotifyEmail, "admin": NotifyAdmin}
 
     policy: NotifyPolicy
     email: NotifyEmail
@@ -187,6 +204,7 @@ class Notify(Section):
     backoff_max_s: float
     give_up_after_s: float
     outbox_dir: str
+    admin: NotifyAdmin
 
     @property
     def channels(self) -> "Tuple[Channel, ...]":
@@ -201,6 +219,19 @@ class Notify(Section):
 
     def channel(self, name: str) -> "Optional[Channel]":
         return next((c for c in self.channels if c.name == name), None)
+
+    def admin_routes(self) -> "Tuple[Channel, ...]":
+        """Where admin alerts go: ``notify.admin.channels`` when set, else
+        every admin channel (one with ``when:``). A name that is no channel
+        raises ValueError, like a bad channel."""
+        names = _names(self.admin.channels)
+        known = {c.name for c in self.channels}
+        for name in names:
+            if name not in known:
+                raise ValueError(f"notify.admin.channels: {name!r} is not a channel in notify.channels")
+        if names:
+            return tuple(c for c in self.channels if c.name in names)
+        return tuple(c for c in self.channels if c.when)
 
 
 class Accounting(Section):

@@ -15,9 +15,9 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 
 from gcm_checks.notify.config import Channel
-from gcm_checks.notify.delivery import outbox_for, sender
+from gcm_checks.notify.delivery import outbox_for, sender, writable_outbox
 
-_sender = sender  # gcm-run's run/notice.py still calls notify._sender
+_sender = sender  # gcm-run's wrapper/notice.py still calls notify._sender
 from gcm_checks.notify.keys import idempotency_key, notification_key, run_job_key
 from gcm_checks.notify.outbox import FlushSummary, Outbox
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from gcm_checks.config.types import Settings
 
 __all__ = ["Channel", "Outbox", "FlushSummary", "enqueue_report", "flush", "spawn_flush", "outbox_for",
-           "idempotency_key", "notification_key", "run_job_key", "notify_run", "sender"]
+           "writable_outbox", "idempotency_key", "notification_key", "run_job_key", "sender"]
 
 
 def build_payload(channel: Channel, report: Mapping[str, Any], recipients: List[str]) -> Dict[str, Any]:
@@ -73,13 +73,6 @@ def enqueue_report(report: Mapping[str, Any], job: Any, settings: "Settings", no
         added = box.enqueue(key, ch.name, build_payload(ch, report, to), job_key=job.key, now=now)
         out[key] = "queued" if added else "already known"
     return out
-
-
-def notify_run(payload: Mapping[str, Any], kind: str = "exit", **kw: Any) -> Dict[str, Any]:
-    """gcm-run's hook (gcm_checks.run.finish.default_notifier); see notify/runs.py."""
-    from gcm_checks.notify.runs import notify_run as _notify_run
-
-    return _notify_run(payload, kind, **kw)
 
 
 def flush(

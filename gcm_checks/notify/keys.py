@@ -1,7 +1,7 @@
 """The keys that make "one message per job run" hold (docs/reports.md).
 
 Pure functions, shared by the epilog's report path (notify/__init__), gcm-run's
-hook (notify/runs.py) and the refinement pass (accounting/).
+notices (its notice module) and the refinement pass (accounting/).
 """
 
 from __future__ import annotations

@@ -10,6 +10,11 @@ One JSON file per (job, channel), named from its idempotency key::
                           root's when we are root); set aside, never sent,
                           and the rest of the outbox is still delivered
 
+An item may carry ``not_before`` (epoch): it is held until then - the
+refinement pass holds a job's first message for sacct's final word
+(accounting/handoff.py) - and no flush sends it earlier, not even ``--now``,
+which only skips the retry backoff (``next_attempt_at``).
+
 Enqueueing is idempotent: an item whose key is already pending, sent or
 dead is not added again. Delivery takes an exclusive ``flock`` on the
 pending file, so two flushes (an epilog and a cron'd ``notify flush``)
@@ -31,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 
-from gcm_checks.safeio import atomic_write
+from gcm_checks.jsonfile import write_atomic as atomic_write
 
 STATES = ("pending", "sent", "dead")
 
@@ -50,15 +55,16 @@ def backoff_s(attempts: int, base: float, cap: float) -> float:
 class FlushSummary:
     sent: List[str] = field(default_factory=list)
     failed: List[Dict[str, str]] = field(default_factory=list)
-    skipped: List[str] = field(default_factory=list)  # not due, locked, or out of budget
+    skipped: List[str] = field(default_factory=list)  # not due, held, locked, or out of budget
+    held: List[Dict[str, Any]] = field(default_factory=list)  # {key, until, why}: not_before not reached
     dead: List[str] = field(default_factory=list)
     assembled: List[str] = field(default_factory=list)  # overdue reports assembled first
     quarantined: List[Dict[str, str]] = field(default_factory=list)  # {name, why}
     refused: str = ""  # the whole outbox was not used (unsafe directory)
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"sent": self.sent, "failed": self.failed, "skipped": self.skipped, "dead": self.dead, "assembled": self.assembled,
-                "quarantined": self.quarantined, "refused": self.refused}
+        return {"sent": self.sent, "failed": self.failed, "skipped": self.skipped, "held": self.held, "dead": self.dead,
+                "assembled": self.assembled, "quarantined": self.quarantined, "refused": self.refused}
 
 
 MAX_ITEM_BYTES = 4 * 1024 * 1024
@@ -90,7 +96,7 @@ def check_item(raw: bytes, name: str, owner_uid: int) -> Dict[str, Any]:
         raise BadItem("not an outbox item (key, channel, payload)")
     if file_name(item["key"]) != name:
         raise BadItem("its key does not match its file name: forged or renamed")
-    for k in ("attempts", "next_attempt_at", "created_at"):
+    for k in ("attempts", "next_attempt_at", "created_at", "not_before"):
         v = item.get(k, 0)
         if not isinstance(v, (int, float)) or isinstance(v, bool) or v != v or v in (float("inf"), float("-inf")):
             raise BadItem(f"{k} is not a finite number")
@@ -110,8 +116,10 @@ class Outbox:
                 return st
         return None
 
-    def enqueue(self, key: str, channel: str, payload: Mapping[str, Any], *, job_key: str = "", now: Optional[float] = None) -> bool:
-        """Add an item unless its key is known. True when newly added."""
+    def enqueue(self, key: str, channel: str, payload: Mapping[str, Any], *, job_key: str = "", now: Optional[float] = None,
+                not_before: Optional[float] = None) -> bool:
+        """Add an item unless its key is known. True when newly added.
+        ``not_before``: hold it until then (see the module doc)."""
         if self.state_of(key):
             return False
         now = time.time() if now is None else now
@@ -119,6 +127,8 @@ class Outbox:
             "key": key, "channel": channel, "job_key": job_key, "created_at": now,
             "attempts": 0, "next_attempt_at": now, "last_error": "", "payload": dict(payload),
         }
+        if not_before is not None:
+            item["not_before"] = float(not_before)
         d = os.path.join(self.root, "pending")
         os.makedirs(d, mode=0o700, exist_ok=True)
         tmp = atomic_write(os.path.join(d, "." + file_name(key) + f".{os.getpid()}.new"), json.dumps(item).encode(), mode=0o600)
@@ -147,6 +157,12 @@ class Outbox:
                 yield check_item(raw, n, uid)
             except (OSError, BadItem):
                 continue
+
+    def next_due(self) -> Optional[float]:
+        """When the earliest pending item may be tried: its retry time or its
+        hold (``not_before``), whichever is later. None when nothing is pending."""
+        due = [max(float(i.get("next_attempt_at") or 0), float(i.get("not_before") or 0)) for i in self.items("pending")]
+        return min(due) if due else None
 
     def counts(self) -> Dict[str, int]:
         return {st: sum(1 for _ in self.items(st)) for st in STATES}
@@ -236,6 +252,11 @@ class Outbox:
                 os.unlink(path)  # sent by someone who crashed before unlinking
                 return
             t = clock()
+            hold = float(item.get("not_before") or 0)
+            if hold > t:  # held (not_before): even --now waits for it
+                summary.skipped.append(key)
+                summary.held.append({"key": key, "until": hold, "why": str(item.get("held_for") or "")})
+                return
             if not force and float(item.get("next_attempt_at", 0)) > t:
                 summary.skipped.append(key)
                 return

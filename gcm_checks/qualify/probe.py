@@ -276,7 +276,8 @@ def dcgm_argv(dcgmi: str, metric: str, threshold: Optional[float]) -> List[str]:
 
 def probe_dcgm(gpus: Sequence[GpuRef], thresholds: Mapping[str, Optional[float]], dcgmi: str, timeout: float) -> PerfFacts:
     """DCGM's targeted tests, judged by DCGM against our threshold (verdicts, no figures)."""
-    from gcm_checks import dcgm, proc
+    from gcm_checks import proc
+    from gcm_checks.gather import dcgm
 
     t0 = time.monotonic()
     path = proc.which(dcgmi)

@@ -12,22 +12,13 @@ import os
 from pathlib import Path
 from typing import Any, Dict, List
 
+# The schema, importable from here as before (sim/tree reads it without importing this module).
+from gcm_checks.sim.schema import GPU_KEYS, PCI_KEYS, TOP_KEYS, ScenarioError  # noqa: F401
+
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "data" / "sim"
 
 # DGX H100 bus ids, so simulated subjects look like real ones.
 _DEFAULT_BUS_IDS = ["18", "2A", "3A", "5D", "9A", "AB", "BA", "DB"]
-
-TOP_KEYS = {"description", "extends", "gpus", "infiniband", "kernel_log", "dcgm_diag", "nvml_init_error",
-            "nvml_init_hang", "driver_version", "perf", "boot_time", "pci"}
-GPU_KEYS = {"index", "pci_bus_id", "name", "uuid", "lost", "hang", "ecc_uncorrected_volatile", "ecc_other",
-            "retired_pages_pending", "remapped_rows", "temperature_c", "pcie", "throttle_reasons",
-            "persistence_mode", "processes", "unsupported", "nvml_errors", "perf",
-            "sm_clock_mhz", "power_w"}  # sampled by gcm-run on a straggling node
-PCI_KEYS = {"nvidia_module", "gpus", "hcas", "other"}
-
-
-class ScenarioError(ValueError):
-    pass
 
 
 def list_builtin() -> List[str]:

@@ -34,7 +34,7 @@ _DEFAULT_GPU_BUS = ["18", "2a", "3a", "5d", "9a", "ab", "ba", "db"]
 
 
 def _err(msg: str) -> Exception:
-    from gcm_checks.sim.scenario import ScenarioError
+    from gcm_checks.sim.schema import ScenarioError
 
     return ScenarioError(msg)
 
@@ -79,7 +79,7 @@ def expand_pci(spec: Any, gpus: List[Mapping[str, Any]], ports: List[Mapping[str
     spec = spec if spec is not None else {}
     if not isinstance(spec, dict):
         raise _err("pci: expected a mapping {nvidia_module, gpus, hcas, other}")
-    from gcm_checks.sim.scenario import PCI_KEYS
+    from gcm_checks.sim.schema import PCI_KEYS
 
     unknown = set(spec) - PCI_KEYS
     if unknown:
@@ -120,7 +120,7 @@ def write_pci(root: Path, scenario: Mapping[str, Any]) -> None:
 
 def write_tree(root: Path, scenario: Mapping[str, Any], pci: bool = True) -> None:
     """The InfiniBand tree and the job cgroups (and the PCI bus unless
-    ``pci=False``: the runner writes that in the GPU gatherer's thread, in
+    ``pci=False``: the suite writes that in the GPU gatherer's thread, in
     parallel with the InfiniBand reads)."""
     from gcm_checks.gather.ib import write_sysfs_tree
 

@@ -103,7 +103,7 @@ def deliver(kind: str, event: str, job: Any, *, report: Optional[Mapping[str, An
     """Queue one notice per user channel and try it now. Returns what happened."""
     from gcm_checks import notify
     from gcm_checks.notify.policy import recipients
-    from gcm_checks.notify.runs import _writable_outbox
+    from gcm_checks.notify.delivery import writable_outbox as _writable_outbox
     from gcm_checks.notify.sinks import slack_escape
 
     env = os.environ if env is None else env

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
-from gcm_checks.kernel_log import KernelLine
+from gcm_checks.gather.kernel_log_parse import KernelLine
 
 MAX_LINE = 512  # event text kept per event: enough for any real XID, bounded for reasons and HTML
 _MAX_CONTINUATION = 4

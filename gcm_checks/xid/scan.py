@@ -1,6 +1,6 @@
 """Scan a window of the kernel log for XIDs and judge each one.
 
-``scan`` turns kernel lines (from ``gcm_checks.kernel_log``) into
+``scan`` turns kernel lines (from ``gcm_checks.gather.kernel_log``) into
 ``XidEvent``s: time, code, normalised PCI bus id, GPU index from the
 caller's map (NVML or the simulated node), and the catalog's judgement
 refined by the message. It streams: one pending event at a time.
@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import tzinfo
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
 
-from gcm_checks.kernel_log import KernelLine, iso
+from gcm_checks.gather.kernel_log_parse import KernelLine, iso
 from gcm_checks.xid import catalog, sxid
 from gcm_checks.xid.parse import XidLine, group, normalise_bus_id, sanitise
 

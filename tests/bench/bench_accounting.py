@@ -1,8 +1,9 @@
 """Accounting benchmarks: sacct parsing, one refinement pass over many job
 ends, the cost of a pass that is not due (EpilogSlurmctld calls it per job),
-failure trends over a large window, and ``failures`` at fleet scale: a week
-of a 4,096-node cluster, 1,000,000 sacct rows (30% multi-node) printed by a
-stand-in ``sacct`` (tests/bench/fake_sacct.py), streamed (issue 17).
+failure trends over a large window, and ``failures`` and a ``refine`` pass at
+fleet scale: a week of a 4,096-node cluster, 1,000,000 sacct rows (30%
+multi-node) printed by a stand-in ``sacct`` (tests/bench/fake_sacct.py),
+streamed (issue 17).
 
 Run:  python tests/bench/bench_accounting.py
   or  GCM_BENCH=1 python -m pytest tests/bench/bench_accounting.py -s
@@ -135,6 +136,49 @@ def bench_fleet_failures(rows: int = 1_000_000) -> dict:
     return doc
 
 
+REFINE_CHILD = r"""
+import json, os, sys, tempfile, time
+from gcm_checks import testing
+from gcm_checks.accounting import refine
+from gcm_checks.report import write_report
+from gcm_checks.report.build import build_report
+from gcm_checks.report.model import JobInfo
+d = tempfile.mkdtemp(prefix="gcm-bench-refine-")
+t0 = 1_800_000_000.0
+s = testing.settings({"state_dir": d + "/st", "report": {"report_dir": d + "/r", "outbox_dir": d + "/o", "spool_dir": d + "/sp"},
+                      "accounting": {"sacct": sys.argv[1], "timeout_s": 600.0, "lookback_s": 8 * 86400.0, "settle_s": 0.0}})
+# Reports for every 250th job (this node's share), so the pass also refines.
+n_reports = int(sys.argv[2])
+for i in range(0, n_reports * 250, 250):
+    write_report(build_report(JobInfo(job_id=str(i), user="alice", uid=1001, nodes=("gpu0000",), exit_status="0:0",
+                                      state="COMPLETING"), {}, classification={"category": "success"}, now=t0), s)
+t = time.perf_counter()
+p = refine.refine_pass(s, now=t0 + 8 * 86400.0, deliver=False)
+dt = round(time.perf_counter() - t, 2)
+hwm = next(int(ln.split()[1]) for ln in open("/proc/self/status") if ln.startswith("VmHWM:"))
+st = os.path.getsize(s.accounting_state_file)
+print(json.dumps({"runs": p.runs_seen, "refined": len(p.refined), "confirmed": len(p.confirmed),
+                  "no_report": p.no_report_count, "errors": p.errors[:3], "seconds": dt, "peak_rss_mb": hwm // 1024,
+                  "state_bytes": st, "reports": n_reports}))
+"""
+
+
+def bench_fleet_refine(rows: int = 1_000_000, reports: int = 1000) -> dict:
+    """One refinement pass over ``rows`` sacct rows (a week's window), in a
+    fresh process, with ``reports`` stored reports to refine."""
+    import json
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, GCM_FAKE_SACCT_ROWS=str(rows))
+    out = subprocess.run([sys.executable, "-c", REFINE_CHILD, os.path.join(here, "fake_sacct.py"), str(reports)],
+                         env=env, capture_output=True, text=True, timeout=900, check=True).stdout
+    doc = json.loads(out.strip().splitlines()[-1])
+    doc["rows"] = rows
+    return doc
+
+
 @pytest.mark.bench
 @pytest.mark.skipif(os.environ.get("GCM_BENCH") != "1", reason="benchmarks run with GCM_BENCH=1")
 def test_bench_accounting():
@@ -142,9 +186,11 @@ def test_bench_accounting():
     r = bench_pass()
     f = bench_trends()
     fleet = bench_fleet_failures()
-    print(p, r, f, fleet)
+    fleet_refine = bench_fleet_refine()
+    print(p, r, f, fleet, fleet_refine)
     assert r["sacct_calls"] == 1
     assert fleet["runs"] == 250_000 and fleet["peak_rss_mb"] <= 300
+    assert fleet_refine["runs"] == 250_000 and not fleet_refine["errors"] and fleet_refine["peak_rss_mb"] <= 300
 
 
 if __name__ == "__main__":
@@ -152,3 +198,4 @@ if __name__ == "__main__":
     print("refine pass:", bench_pass())
     print("failure trends:", bench_trends())
     print("failures at fleet scale:", bench_fleet_failures())
+    print("refine pass at fleet scale:", bench_fleet_refine())

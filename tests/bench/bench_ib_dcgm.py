@@ -35,10 +35,10 @@ def _best_ms(fn, repeat: int = 50) -> float:
 
 
 def measure() -> dict:
-    from gcm_checks import dcgm
     from gcm_checks.checks import dcgm as dcgm_checks
     from gcm_checks.checks import ib as ib_checks
     from gcm_checks.gather import ib
+    from gcm_checks.sim.dcgm import CannedBackend
     from gcm_checks.testing import dcgm_diag_json
 
     out = {}
@@ -55,7 +55,7 @@ def measure() -> dict:
         out["ib_judge_6_checks_ms"] = _best_ms(lambda: [c(facts, settings) for c in checks])
     doc = dcgm_diag_json(8, {1: "GPU 1 bad", 7: "GPU 7 bad"})
     out["dcgm_parse_and_judge_8_gpus_ms"] = _best_ms(
-        lambda: dcgm_checks.check_dcgm_diag(dcgm.CannedBackend(doc).run(1, 60), _Settings())
+        lambda: dcgm_checks.check_dcgm_diag(CannedBackend(doc).run(1, 60), _Settings())
     )
     return out
 

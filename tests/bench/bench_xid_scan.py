@@ -141,7 +141,7 @@ def bench(size_mib: int = 1024, keep: bool = False) -> dict:
 def bench_window(size_mib: int = 1024, days: int = 30) -> dict:
     """A 1-day window at the end (and one in the middle) of a ``days``-day,
     time-sorted log: the scan seeks to the window's start and stops at its
-    end (gcm_checks/logseek.py) instead of reading the whole file. Same
+    end (gcm_checks/gather/logseek.py) instead of reading the whole file. Same
     events as a full read filtered to the window."""
     tmp = Path(tempfile.mkdtemp(prefix="gcm-xid-window-"))
     try:
@@ -174,7 +174,7 @@ def bench_window(size_mib: int = 1024, days: int = 30) -> dict:
 def _last_stamp(log: Path) -> float:
     from datetime import timezone
 
-    from gcm_checks import kernel_log, logseek
+    from gcm_checks.gather import kernel_log, logseek
 
     ctx = kernel_log.StampContext(boot_time=None, tz=timezone.utc)
     with open(log, "rb") as f:

@@ -26,8 +26,9 @@ dcgm_diag_schema.json):
   not start says ``{"DCGM Diagnostic": {"runtime_error": "..."}}``.
 
 The backend is a small seam (``DiagBackend``): ``dcgmi`` or DCGM's Python
-bindings (``gcm_checks.dcgm_py.PydcgmBackend``, ``dcgm.use_pydcgm``) in
-production, a scenario's canned text in simulation. The pydcgm backend reads
+bindings (``gcm_checks.gather.dcgm_py.PydcgmBackend``, ``dcgm.use_pydcgm``) in
+production, a scenario's canned text in simulation
+(``gcm_checks.sim.dcgm.CannedBackend``). The pydcgm backend reads
 only the response struct versions it knows (dcgmDiagResponse_v8..v12) and
 says ``unknown`` for any other: its structs change with every DCGM major
 version, and a wrong struct is silent garbage, whereas the CLI's JSON is
@@ -42,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from gcm_checks import proc
-from gcm_checks.dcgm_model import (  # noqa: F401 - the model, importable from here as before
+from gcm_checks.gather.dcgm_model import (  # noqa: F401 - the model, importable from here as before
     CONFIG_TESTS,
     DEFAULT_TIMEOUT_S,
     DiagEntry,
@@ -342,53 +343,6 @@ class DcgmiBackend:
         return interpret(proc.run(self.argv(path, level), timeout=timeout), level, "dcgmi")
 
 
-@dataclass(frozen=True)
-class CannedBackend:
-    """Simulation: a scenario's ``dcgm_diag`` stands in for dcgmi.
-
-    ``canned`` is either the JSON text (or an already-parsed mapping) that
-    dcgmi would print on stdout, or a mapping ``{stdout, stderr, returncode,
-    timeout, missing}`` describing how the run ended, so a scenario can also
-    simulate nv-hostengine being down or dcgmi hanging.
-    """
-
-    canned: Any
-    gpu_ids: Optional[Tuple[int, ...]] = None  # as dcgmi -i: report only these GPUs
-
-    def run(self, level: int, timeout: float) -> DiagReport:
-        report = self._run(level, timeout)
-        return only_gpus(report, self.gpu_ids) if self.gpu_ids else report
-
-    def _run(self, level: int, timeout: float) -> DiagReport:
-        c = self.canned
-        if isinstance(c, Mapping) and _is_run_description(c):
-            if c.get("missing"):
-                outcome = proc.Outcome.MISSING
-            elif c.get("timeout"):
-                outcome = proc.Outcome.TIMEOUT
-            else:
-                outcome = proc.Outcome.OK if int(c.get("returncode", 0)) == 0 else proc.Outcome.NONZERO
-            stdout = c.get("stdout", "")
-            if isinstance(stdout, Mapping):
-                stdout = json.dumps(stdout)
-            r = proc.ProcResult(
-                ("dcgmi", "diag", "-r", str(level), "-j"),
-                outcome,
-                None if outcome in (proc.Outcome.MISSING, proc.Outcome.TIMEOUT) else int(c.get("returncode", 0)),
-                str(stdout or ""),
-                str(c.get("stderr", "")),
-                float(timeout) if outcome is proc.Outcome.TIMEOUT else 0.0,
-            )
-            return interpret(r, level, "sim")
-        if isinstance(c, Mapping):
-            try:
-                return parse_document(c, level, "sim")
-            except DiagParseError as e:
-                return could_not_tell(level, "sim", f"could not parse dcgmi diag output: {e}")
-        r = proc.ProcResult(("dcgmi",), proc.Outcome.OK, 0, str(c), "", 0.0)
-        return interpret(r, level, "sim")
-
-
 def only_gpus(report: DiagReport, gpu_ids: Iterable[int]) -> DiagReport:
     """The report as ``dcgmi -i`` would give it: other GPUs' entries dropped."""
     keep = set(gpu_ids)
@@ -414,14 +368,23 @@ def parse_gpu_list(value: Any) -> Optional[Tuple[int, ...]]:
     return tuple(sorted(set(out))) or None
 
 
-def _is_run_description(c: Mapping) -> bool:
-    return bool({"stdout", "stderr", "returncode", "timeout", "missing"} & set(c)) and not (
-        {"DCGM Diagnostic", "DCGM GPU Diagnostic", "iterations"} & set(c)
-    )
+@dataclass(frozen=True)
+class MissingBackend:
+    """No diag can run here (dcgmi or the bindings absent): every run says
+    why, as a report that is never a hardware verdict (rule 2)."""
+
+    source: str
+    problem: str
+
+    def run(self, level: int, timeout: float) -> DiagReport:
+        return could_not_tell(level, self.source, self.problem)
 
 
 def run_diag(level: int, timeout: float, backend: Optional[DiagBackend] = None) -> DiagReport:
     """Validate the level, then run it; every way this can go wrong is a report."""
+    if isinstance(backend, MissingBackend):
+        # Nothing to start: its reason comes first, whatever the level or time left.
+        return backend.run(level, timeout)
     if level not in LEVELS:
         return could_not_tell(level, "dcgmi", f"invalid DCGM diag level {level!r}: expected one of {LEVELS}")
     if timeout <= 0:

@@ -4,7 +4,7 @@ per error, the deployment tests that judge a node setting).
 
 Pure: no dcgmi, no bindings, no I/O. Produced by dcgm.py (``dcgmi diag -j``)
 and dcgm_py.py (pydcgm), judged by checks/dcgm.py; all these names are
-importable from ``gcm_checks.dcgm`` as before.
+importable from ``gcm_checks.gather.dcgm`` as before.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ nv-hostengine blocks ``dcgmActionValidate_v2`` inside libdcgm, where Python
 cannot interrupt it. A thread could only be abandoned (and would keep the
 connection, and the diag, alive); a child can be killed at the deadline. The
 child is a fresh interpreter started through ``gcm_checks.proc.run`` (the one
-bounded subprocess helper, rule 5), not ``os.fork``: the runner gathers in
+bounded subprocess helper, rule 5), not ``os.fork``: the suite gathers in
 threads (``deadline.run_all``), and a fork taken while another thread holds
 the import or logging lock deadlocks the child.
 
@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from gcm_checks import proc
-from gcm_checks.dcgm import (
+from gcm_checks.gather.dcgm import (
     DiagBackend,
     DiagEntry,
     DiagError,
@@ -59,9 +59,9 @@ from gcm_checks.dcgm import (
     parse_status,
 )
 
-# The child's side (dcgm_py_child.py) is what the fresh interpreter imports;
+# The child's side (dcgm_child.py) is what the fresh interpreter imports;
 # its names stay importable from here.
-from gcm_checks.dcgm_py_child import RESULT_MARK, child_main, response_to_plain  # noqa: F401
+from gcm_checks.gather.dcgm_child import RESULT_MARK, child_main, response_to_plain  # noqa: F401
 
 SOURCE = "pydcgm"
 MODULES = ("pydcgm", "dcgm_structs", "dcgm_agent", "DcgmDiag")
@@ -121,7 +121,7 @@ def find_bindings(globs: Optional[Sequence[str]] = None) -> Optional[str]:
 # The backend (parent)
 
 
-_CHILD_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from gcm_checks.dcgm_py_child import child_main; sys.exit(child_main(sys.argv[2:]))"
+_CHILD_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from gcm_checks.gather.dcgm_child import child_main; sys.exit(child_main(sys.argv[2:]))"
 
 
 @dataclass(frozen=True)
