@@ -12,10 +12,10 @@ import os
 import stat
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Dict, Optional
 
 import pytest
 
+from gcm_checks import testing
 from gcm_checks.checks.dcgm import check_dcgm_diag, diag_level, diag_timeout, gather_dcgm
 from gcm_checks.gather import dcgm
 from gcm_checks.gather.dcgm import DiagStatus
@@ -26,18 +26,10 @@ from gcm_checks.sim.sources import scenario_sources
 FIX = Path(__file__).parent / "fixtures" / "dcgm"
 
 
-class _Settings:
-    def __init__(self, data: Optional[Dict[str, Any]] = None):
-        self.data = data or {}
-
-    def get(self, dotted: str, default: Any = None) -> Any:
-        return self.data.get(dotted, default)
-
-
 def _ctx(settings=None, sim=None, remaining=600.0, **extra):
     # A simulated node is injected as sources, as the suite's Context does.
     sources = scenario_sources(sim) if sim is not None else None
-    return SimpleNamespace(settings=_Settings(settings), sources=sources, remaining=lambda: remaining, **extra)
+    return SimpleNamespace(settings=testing.settings(settings), sources=sources, remaining=lambda: remaining, **extra)
 
 
 def _fixture(name: str) -> str:
@@ -54,7 +46,7 @@ def _fake_dcgmi(tmp_path: Path, body: str) -> Path:
 
 def _judge(text: str, level: int = 1):
     report = CannedBackend(text).run(level, 60)
-    return report, check_dcgm_diag(report, _Settings())
+    return report, check_dcgm_diag(report, testing.settings())
 
 
 # --------------------------------------------------------------------------
@@ -270,14 +262,14 @@ def test_fake_dcgmi_failing_run_is_parsed_despite_nonzero_exit(tmp_path):
     report = dcgm.run_diag(2, 10, dcgm.DcgmiBackend(str(exe)))
     assert argv_file.read_text().split() == ["diag", "-r", "2", "-j"]
     assert report.ok, report.problem
-    results = check_dcgm_diag(report, _Settings())
+    results = check_dcgm_diag(report, testing.settings())
     assert sorted(r.subject for r in results if r.status is Status.FAIL) == ["GPU 1", "GPU 7"]
 
 
 def test_missing_dcgmi_is_unknown(tmp_path):
     missing = tmp_path / "nowhere" / "dcgmi"
     report = dcgm.run_diag(1, 10, dcgm.DcgmiBackend(str(missing)))
-    results = check_dcgm_diag(report, _Settings())
+    results = check_dcgm_diag(report, testing.settings())
     assert [r.status for r in results] == [Status.UNKNOWN]
     assert "not found" in results[0].message
 
@@ -304,7 +296,7 @@ def test_hung_dcgmi_is_killed_at_the_deadline_and_unknown(tmp_path):
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
-    results = check_dcgm_diag(report, _Settings())
+    results = check_dcgm_diag(report, testing.settings())
     assert [r.status for r in results] == [Status.UNKNOWN]
 
 
@@ -319,7 +311,7 @@ def test_hostengine_down_is_unknown_with_a_clear_message(tmp_path, stream, text)
     body = "".join(f"echo '{line}' >&{stream}\n" for line in text.splitlines()) + "exit 255\n"
     exe = _fake_dcgmi(tmp_path, body)
     report = dcgm.run_diag(1, 10, dcgm.DcgmiBackend(str(exe)))
-    results = check_dcgm_diag(report, _Settings())
+    results = check_dcgm_diag(report, testing.settings())
     assert [r.status for r in results] == [Status.UNKNOWN]
     assert "nv-hostengine is not answering" in results[0].message
 
@@ -362,7 +354,8 @@ def test_no_time_left_is_unknown():
 
 
 def test_invalid_level_is_unknown():
-    report = gather_dcgm(_ctx({"dcgm.level": 7}, sim={"dcgm_diag": _fixture("v4_fail_gpu1_gpu7.json")}))
+    # A config cannot say 7 (the schema's choices); the runner's override can.
+    report = gather_dcgm(_ctx(sim={"dcgm_diag": _fixture("v4_fail_gpu1_gpu7.json")}, dcgm_level=7))
     assert not report.ok and "invalid DCGM diag level" in report.problem
 
 
@@ -385,7 +378,7 @@ def test_sim_scenario_may_give_parsed_json_or_a_run_description():
 
 def test_sim_scenario_without_dcgm_is_unknown_like_a_node_without_dcgmi():
     report = gather_dcgm(_ctx(sim={"gpus": []}))
-    results = check_dcgm_diag(report, _Settings())
+    results = check_dcgm_diag(report, testing.settings())
     assert [r.status for r in results] == [Status.UNKNOWN]
     assert "not installed" in results[0].message
 
@@ -435,7 +428,7 @@ def test_only_the_jobs_gpus_are_diagnosed(tmp_path):
 def test_sim_report_is_limited_to_the_jobs_gpus_like_dcgmi_i():
     report = gather_dcgm(_ctx(sim={"dcgm_diag": _fixture("v4_fail_gpu1_gpu7.json")}, job={"gpus": "0,7"}))
     assert report.gpu_ids() == [0, 7]
-    results = check_dcgm_diag(report, _Settings())
+    results = check_dcgm_diag(report, testing.settings())
     assert [(r.subject, r.status) for r in results] == [("GPU 7", Status.FAIL)]
 
 

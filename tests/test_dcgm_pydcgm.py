@@ -24,10 +24,10 @@ import stat
 import textwrap
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Dict, Optional
 
 import pytest
 
+from gcm_checks import testing
 from gcm_checks.checks.dcgm import check_dcgm_diag, gather_dcgm
 from gcm_checks.gather import dcgm, dcgm_py
 from gcm_checks.gather.dcgm_source import pydcgm_mode
@@ -376,16 +376,8 @@ def run(bindings_dir: Path, level: int = 1, timeout: float = 20.0, gpus=None, fa
     return dcgm.run_diag(level, timeout, dcgm_py.PydcgmBackend(str(bindings_dir), gpus, fallback=fallback))
 
 
-class _Settings:
-    def __init__(self, data: Optional[Dict[str, Any]] = None):
-        self.data = data or {}
-
-    def get(self, dotted: str, default: Any = None) -> Any:
-        return self.data.get(dotted, default)
-
-
 def _ctx(settings=None, **extra):
-    return SimpleNamespace(settings=_Settings(settings), remaining=lambda: 600.0, **extra)
+    return SimpleNamespace(settings=testing.settings(settings), remaining=lambda: 600.0, **extra)
 
 
 def _fake_dcgmi(tmp_path: Path, body: str) -> Path:
@@ -418,7 +410,7 @@ def test_all_pass_on_eight_gpus(bindings, monkeypatch, tmp_path):
     assert report.ok and report.source == "pydcgm" and report.version == "4.2.3"
     assert report.gpu_ids() == list(range(8))
     assert {e.category for e in report.entries} == {"Deployment", "Hardware"}
-    results = check_dcgm_diag(report, _Settings())
+    results = check_dcgm_diag(report, testing.settings())
     assert [r.status for r in results] == [Status.PASS]
     assert "2 tests passed on 8 GPUs" in results[0].message
     calls = records(tmp_path)
@@ -438,7 +430,7 @@ def test_failures_on_second_and_eighth_gpu_are_both_reported(bindings, monkeypat
     spec(monkeypatch, tests=tests)
     report = run(bindings, level=2)
     assert sorted(e.entity_id for e in report.failures()) == [1, 7]
-    results = {r.subject: r for r in check_dcgm_diag(report, _Settings())}
+    results = {r.subject: r for r in check_dcgm_diag(report, testing.settings())}
     assert set(results) == {"GPU 1", "GPU 7"}
     assert results["GPU 1"].status is Status.FAIL and "error 9: GPU 1 has uncorrectable memory errors" in results["GPU 1"].message
     assert results["GPU 7"].status is Status.FAIL and "test 'pcie'" in results["GPU 7"].message
@@ -452,7 +444,7 @@ def test_warning_warns(bindings, monkeypatch):
     tests = _software_and_memory(memory)
     tests[1]["errors"] = [[GPU, 3, 26, 1, MONITOR, "GPU 3: clocks throttled"]]
     spec(monkeypatch, tests=tests)
-    results = check_dcgm_diag(run(bindings), _Settings())
+    results = check_dcgm_diag(run(bindings), testing.settings())
     assert [(r.subject, r.status) for r in results] == [("GPU 3", Status.WARN)]
 
 
@@ -464,14 +456,14 @@ def test_skipped_and_not_run_say_nothing_about_the_gpu(bindings, monkeypatch):
     ])
     report = run(bindings)
     assert {e.status for e in report.entries if e.test != "software"} == {DiagStatus.SKIP}
-    assert [r.status for r in check_dcgm_diag(report, _Settings())] == [Status.PASS]
+    assert [r.status for r in check_dcgm_diag(report, testing.settings())] == [Status.PASS]
 
 
 def test_unknown_result_value_is_unknown_not_pass(bindings, monkeypatch):
     spec(monkeypatch, tests=[{"name": "memory", "results": [[GPU, 0, 9]]}])
     report = run(bindings)
     assert report.entries[0].status is DiagStatus.UNRECOGNISED
-    assert [r.status for r in check_dcgm_diag(report, _Settings())] == [Status.UNKNOWN]
+    assert [r.status for r in check_dcgm_diag(report, testing.settings())] == [Status.UNKNOWN]
 
 
 def test_only_the_requested_gpus_are_diagnosed_and_reported(bindings, monkeypatch, tmp_path):
@@ -497,7 +489,7 @@ def test_failure_tied_to_no_entity_is_a_node_result_not_a_pass(bindings, monkeyp
     report = run(bindings)
     node = [e for e in report.entries if e.entity_id is None]
     assert [(e.test, e.status) for e in node] == [("targeted_stress", DiagStatus.FAIL)]
-    results = check_dcgm_diag(report, _Settings())
+    results = check_dcgm_diag(report, testing.settings())
     # CUDA category (6) at TRIAGE severity: DCGM could not test, not a hardware verdict.
     assert [(r.subject, r.status) for r in results] == [("", Status.UNKNOWN)]
 
@@ -515,7 +507,7 @@ def test_dcgm2_single_error_layout_is_read():
     report = dcgm_py.from_plain(json.loads(json.dumps(plain)), 1)
     assert [(e.test, e.entity_id, e.status) for e in report.entries] == [("Memory", 2, DiagStatus.FAIL)]
     # No severity in 2.x: DCGM's own catalog for the id decides (9 = hardware).
-    assert [r.status for r in check_dcgm_diag(report, _Settings())] == [Status.FAIL]
+    assert [r.status for r in check_dcgm_diag(report, testing.settings())] == [Status.FAIL]
 
 
 def test_dcgm3_response_layout_is_read_too(bindings, monkeypatch):
@@ -529,7 +521,7 @@ def test_dcgm3_response_layout_is_read_too(bindings, monkeypatch):
     assert report.ok and report.version == "3.3.9"
     assert sorted((e.entity_id, e.test) for e in report.failures()) == [(1, "Memory"), (7, "PCIe")]
     assert {e.test for e in report.entries if e.entity_id is None} == {"Denylist", "NVML Library"}
-    assert [r.subject for r in check_dcgm_diag(report, _Settings()) if r.status is Status.FAIL] == ["GPU 1", "GPU 7"]
+    assert [r.subject for r in check_dcgm_diag(report, testing.settings()) if r.status is Status.FAIL] == ["GPU 1", "GPU 7"]
 
 
 def test_response_version_we_do_not_understand_is_unknown(bindings, monkeypatch):
@@ -549,13 +541,13 @@ def test_hung_execute_child_is_killed_at_the_deadline_and_unknown(bindings, monk
     assert "killed" in report.problem and "nv-hostengine may be hung" in report.problem
     assert report.duration_s < 5
     assert records(tmp_path)[-1]["call"] == "validate"  # it did hang inside Execute
-    assert [r.status for r in check_dcgm_diag(report, _Settings())] == [Status.UNKNOWN]
+    assert [r.status for r in check_dcgm_diag(report, testing.settings())] == [Status.UNKNOWN]
 
 
 def test_hostengine_not_answering_is_unknown_with_a_clear_message(bindings, monkeypatch):
     spec(monkeypatch, down=True)
     report = run(bindings)
-    results = check_dcgm_diag(report, _Settings())
+    results = check_dcgm_diag(report, testing.settings())
     assert [r.status for r in results] == [Status.UNKNOWN]
     assert "nv-hostengine is not answering" in results[0].message
     assert "DCGMError_ConnectionNotValid" in results[0].message

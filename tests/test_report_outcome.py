@@ -223,7 +223,7 @@ def test_report_only_never_mails_a_user_about_our_findings(tmp_path):
 def test_epilog_knows_a_requeued_run(show, this_run, requeued):
     from gcm_checks.epilog import run_context
 
-    ctx = run_context({"report_only": False}, {"SLURM_JOB_GPUS": "0,3"}, show, this_run)
+    ctx = run_context(testing.settings(report_only=False), {"SLURM_JOB_GPUS": "0,3"}, show, this_run)
     assert bool(ctx.get("requeued")) is requeued and ctx["job_gpus"] == [0, 3] and ctx["report_only"] is False
 
 
