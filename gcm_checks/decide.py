@@ -152,7 +152,7 @@ class Decision:
 
 
 def _drain_reason(fail: CheckResult) -> str:
-    from gcm_checks.slurm import make_drain_reason
+    from gcm_checks.slurm.reasons import make_drain_reason
 
     return make_drain_reason(fail.check, fail.subject, fail.message)
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Mapping, Optional
 
+from gcm_checks.slurm.parse import NodeInfo, SlurmError
+
 
 # --------------------------------------------------------------------------
 # DCGM
@@ -100,6 +102,82 @@ def kernel_xid_line(
     if fmt == "dmesg":
         return f"[{when - boot_time:12.6f}] {text}"
     raise ValueError(f"unknown kernel log format {fmt!r}")
+
+
+# --------------------------------------------------------------------------
+# Slurm: an in-memory slurmctld for the SlurmBackend interface
+# (gcm_checks.slurm.backends). It models the parts of slurmctld our logic
+# depends on.
+
+
+class MemoryBackend:
+    """A fake slurmctld holding ``NodeInfo`` per node; counts update RPCs.
+
+    ``fail_with`` makes every call raise ``SlurmError`` (slurmctld down).
+    """
+
+    def __init__(self, nodes: Optional[Dict[str, NodeInfo]] = None, fail_with: Optional[str] = None):
+        self.nodes: Dict[str, NodeInfo] = dict(nodes or {})
+        self.jobs: Dict[str, Dict[str, str]] = {}
+        self.fail_with = fail_with
+        self.updates: list[tuple[str, ...]] = []  # one entry per REQUEST_UPDATE_NODE/JOB
+        self.reads = 0
+
+    def _check(self) -> None:
+        if self.fail_with:
+            raise SlurmError(self.fail_with)
+
+    def _node(self, node: str) -> NodeInfo:
+        if node not in self.nodes:
+            self.nodes[node] = NodeInfo(name=node, state="IDLE")
+        return self.nodes[node]
+
+    def _set(self, node: str, **kw: object) -> None:
+        from dataclasses import replace
+
+        self.nodes[node] = replace(self._node(node), **kw)
+
+    def node_info(self, node: str) -> NodeInfo:
+        self._check()
+        self.reads += 1
+        return self._node(node)
+
+    def drain(self, node: str, reason: str) -> None:
+        self._check()
+        self.updates.append(("drain", node, reason))
+        st = self._node(node).state.split("+")[0]
+        self._set(node, state=f"{st}+DRAIN", reason=reason, reason_user="root")
+
+    def resume(self, node: str) -> None:
+        self._check()
+        self.updates.append(("resume", node))
+        if not self._node(node).drained:
+            raise SlurmError("scontrol: exit 1: slurm_update error: Invalid node state specified")
+        self._set(node, state=self._node(node).state.split("+")[0], reason=None, reason_user=None)
+
+    def set_features(self, node: str, available: list[str], active: list[str]) -> None:
+        self._check()
+        self.updates.append(("features", node, ",".join(available), ",".join(active)))
+        self._set(node, available_features=tuple(available), active_features=tuple(active))
+
+    def set_extra(self, node: str, extra: str) -> None:
+        self._check()
+        self.updates.append(("extra", node, extra))
+        self._set(node, extra=extra or None)
+
+    def set_features_and_extra(self, node: str, available: list[str], active: list[str], extra: str) -> None:
+        self._check()
+        self.updates.append(("features+extra", node, ",".join(available), ",".join(active), extra))
+        self._set(node, available_features=tuple(available), active_features=tuple(active), extra=extra or None)
+
+    def set_job_comment(self, job_id: str, comment: str) -> None:
+        self._check()
+        self.updates.append(("comment", str(job_id), comment))
+        self.jobs.setdefault(str(job_id), {})["Comment"] = comment
+
+    def show_job(self, job_id: str) -> Dict[str, str]:
+        self._check()
+        return dict(self.jobs.get(str(job_id), {}))
 
 
 # --------------------------------------------------------------------------

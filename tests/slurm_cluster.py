@@ -381,12 +381,12 @@ class SlurmCluster:
 
     def node(self, name: str) -> Dict[str, str]:
         """``scontrol show node -o`` as key -> value (same parser as gcm_checks.slurm)."""
-        from gcm_checks.slurm import parse_key_values
+        from gcm_checks.slurm.parse import parse_key_values
 
         return parse_key_values(self.scontrol("show", "node", "-o", name).stdout)
 
     def job(self, job_id: str) -> Dict[str, str]:
-        from gcm_checks.slurm import parse_key_values
+        from gcm_checks.slurm.parse import parse_key_values
 
         return parse_key_values(self.scontrol("show", "job", "-o", str(job_id)).stdout)
 

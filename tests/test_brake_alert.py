@@ -11,7 +11,9 @@ import pytest
 
 from gcm_checks import brake, notify
 from gcm_checks.config import ConfigError
-from gcm_checks.slurm import CensusEntry, MemoryBackend, NodeInfo, make_drain_reason
+from gcm_checks.slurm.parse import CensusEntry, NodeInfo
+from gcm_checks.slurm.reasons import make_drain_reason
+from gcm_checks.testing import MemoryBackend
 from gcm_checks.testing import settings as make_settings
 from test_notify_delivery import Hook, cert  # noqa: F401 - the real HTTP server, a TLS certificate for the relay
 

@@ -15,7 +15,8 @@ import time
 import pytest
 
 from gcm_checks import brake
-from gcm_checks.slurm import CensusEntry, make_drain_reason
+from gcm_checks.slurm.parse import CensusEntry
+from gcm_checks.slurm.reasons import make_drain_reason
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOST = make_drain_reason("gpu.responsive", "GPU 3 (00000000:3B:00.0)", "GPU has fallen off the bus")

@@ -18,6 +18,7 @@ from gcm_checks.config import resolve
 from gcm_checks.qualify import levels
 from gcm_checks.qualify import qualification as qrun
 from gcm_checks.result import Status, failed, passed, unknown
+from gcm_checks.testing import MemoryBackend
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -162,7 +163,7 @@ def _publish(outcome, backend, tmp_path, monkeypatch):
 
 
 def test_pass_adds_gcm_qualified_and_keeps_other_features(tmp_path, monkeypatch):
-    be = slurm.MemoryBackend({"gpu001": slurm.NodeInfo("gpu001", "IDLE", available_features=("h100", "gcm_ok"),
+    be = MemoryBackend({"gpu001": slurm.NodeInfo("gpu001", "IDLE", available_features=("h100", "gcm_ok"),
                                                        active_features=("h100", "gcm_ok"))})
     action, reason = _publish(_outcome([passed("gpu.nvml", "ok")]), be, tmp_path, monkeypatch)
     assert action == "set gcm_qualified" and reason is None
@@ -173,7 +174,7 @@ def test_pass_adds_gcm_qualified_and_keeps_other_features(tmp_path, monkeypatch)
 
 
 def test_fail_drains_and_removes_gcm_qualified(tmp_path, monkeypatch):
-    be = slurm.MemoryBackend({"gpu001": slurm.NodeInfo("gpu001", "IDLE", available_features=("h100", "gcm_qualified"),
+    be = MemoryBackend({"gpu001": slurm.NodeInfo("gpu001", "IDLE", available_features=("h100", "gcm_qualified"),
                                                        active_features=("h100", "gcm_qualified"))})
     bad = failed("perf.gemm", "long text", "GPU 5 (00000000:AB:00.0)", short="GEMM 518 TFLOPS, 70% of 740 expected for H100-SXM")
     action, reason = _publish(_outcome([passed("gpu.nvml", "ok"), bad]), be, tmp_path, monkeypatch)
@@ -185,21 +186,21 @@ def test_fail_drains_and_removes_gcm_qualified(tmp_path, monkeypatch):
 
 
 def test_fail_keeps_an_admins_drain(tmp_path, monkeypatch):
-    be = slurm.MemoryBackend({"gpu001": slurm.NodeInfo("gpu001", "IDLE+DRAIN", reason="maintenance: PSU swap", reason_user="alice")})
+    be = MemoryBackend({"gpu001": slurm.NodeInfo("gpu001", "IDLE+DRAIN", reason="maintenance: PSU swap", reason_user="alice")})
     action, _ = _publish(_outcome([failed("perf.gemm", "slow", "GPU 1")]), be, tmp_path, monkeypatch)
     assert action == "kept_foreign" and be.nodes["gpu001"].reason == "maintenance: PSU swap"
     assert not [u for u in be.updates if u[0] == "drain"]
 
 
 def test_unknown_touches_nothing(tmp_path, monkeypatch):
-    be = slurm.MemoryBackend()
+    be = MemoryBackend()
     action, reason = _publish(_outcome([passed("gpu.nvml", "ok"), unknown("dcgm.diag", "dcgmi missing")]), be, tmp_path, monkeypatch)
     assert action.startswith("not qualified") and reason is None
     assert be.updates == [] and be.reads == 0
 
 
 def test_report_only_changes_nothing(tmp_path, monkeypatch):
-    be = slurm.MemoryBackend()
+    be = MemoryBackend()
     monkeypatch.setattr(slurm, "backend_from_settings", lambda *a, **k: be)
     action, _ = qrun.publish(_outcome([failed("perf.gemm", "slow", "GPU 1")]),
                              resolve({"report_only": True}, "gpu001"), state_dir=str(tmp_path))

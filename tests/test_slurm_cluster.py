@@ -12,7 +12,8 @@ import time
 import pytest
 
 from gcm_checks import slurm
-from gcm_checks.slurm import ScontrolBackend, SlurmError
+from gcm_checks.slurm.backends import ScontrolBackend
+from gcm_checks.slurm.parse import SlurmError
 
 pytestmark = pytest.mark.slurm
 

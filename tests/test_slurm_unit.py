@@ -15,7 +15,8 @@ import time
 import pytest
 
 from gcm_checks import slurm, testing
-from gcm_checks.slurm import MemoryBackend, NodeInfo, SlurmError
+from gcm_checks.slurm.parse import NodeInfo, SlurmError
+from gcm_checks.testing import MemoryBackend
 
 from corpus import corpus  # noqa: E402
 
@@ -180,11 +181,13 @@ def test_apply_drain_slurm_down_is_logged_not_raised(tmp_path):
     logged = []
 
     class Log:
-        def error(self, m):
-            logged.append(m)
+        def error(self, event, **fields):
+            logged.append((event, fields))
 
     out = slurm.apply_drain(MemoryBackend(fail_with="slurmctld unreachable"), "n1", "gcm: x", state_dir=str(tmp_path), log=Log())
-    assert out.action == "error" and "unreachable" in logged[0]
+    assert out.action == "error"
+    assert logged == [("slurm_unreadable", {"node": "n1", "error": "slurmctld unreachable", "skipped": "drain",
+                                            "reason": "gcm: x"})]
     assert slurm.drain_record(str(tmp_path), "n1") is None
 
 
@@ -345,7 +348,11 @@ def test_slurm_module_imports_nothing_heavy():
     # Rule 7: on the prolog path. A fresh interpreter proves it.
     from gcm_checks.proc import run
 
-    code = "import sys, gcm_checks.slurm; print(','.join(m for m in ('yaml', 'structlog', 'pynvml', 'pyslurm') if m in sys.modules))"
+    # Every module of the package: the lazy front door alone would prove nothing.
+    code = ("import sys, pkgutil, importlib, gcm_checks.slurm as s; "
+            "[importlib.import_module('gcm_checks.slurm.' + m.name) for m in pkgutil.iter_modules(s.__path__)]; "
+            "print(','.join(m for m in ('yaml', 'structlog', 'pynvml', 'pyslurm', 'asyncio', 'gcm_checks.testing') "
+            "if m in sys.modules))")
     out = run([sys.executable, "-c", code], timeout=30, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert out.ok and out.stdout.strip() == ""
 
@@ -385,13 +392,13 @@ def test_pyslurm_settings_from_old_configs_mean_scontrol(monkeypatch, tmp_path):
 
     class Log:
         def warning(self, event, **kw):
-            warned.append(event)
+            warned.append((event, kw))
 
     scontrol = _fake_scontrol(tmp_path, "exit 0\n")
     for kind in ("pyslurm", "auto"):
         be = slurm.backend_from_settings(testing.settings({"slurm.backend": kind, "slurm.scontrol": scontrol}), log=Log())
         assert type(be).__name__ == "ScontrolBackend"
-    assert len(warned) == 1 and "no longer supported" in warned[0]
+    assert warned == [("slurm_backend_unsupported", {"backend": "pyslurm", "using": "scontrol", "see": "docs/slurm.md"})]
     assert not hasattr(slurm, "PyslurmBackend")
 
 

@@ -191,7 +191,7 @@ def test_fatal_sxid_fails_naming_switch_and_link_non_fatal_warns():
 
 
 def test_fatal_sxid_drain_reason_names_switch_and_link():
-    from gcm_checks.slurm import make_drain_reason
+    from gcm_checks.slurm.reasons import make_drain_reason
 
     (r, *_) = [r for r in _registered("xid.nvswitch", _facts("xid79_with_followers.dmesg"))
                if r.status.value == "fail"]

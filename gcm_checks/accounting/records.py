@@ -418,7 +418,7 @@ def iter_records(
     grows with the jobs). Groups come out in the order their job was first
     seen.
     """
-    from gcm_checks.slurm import is_placeholder_row
+    from gcm_checks.slurm.parse import is_placeholder_row
 
     groups: "OrderedDict[str, List[Mapping[str, str]]]" = OrderedDict()
     for row in rows:

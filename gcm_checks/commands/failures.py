@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from gcm_checks.accounting.diagnose import failure_trends, parse_since
     from gcm_checks.accounting.trends import render
-    from gcm_checks.slurm import SlurmError
+    from gcm_checks.slurm.parse import SlurmError
 
     now = time.time()
     try:

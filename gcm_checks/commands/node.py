@@ -58,10 +58,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 class _StderrLog:
-    """The ownership functions log their decisions; an admin sees them on stderr."""
+    """The ownership functions log their decisions as events with fields; an
+    admin sees each on stderr as one line: ``slurm_drain_kept node=n1 ...``."""
 
-    def _p(self, msg: str) -> None:
-        print(msg, file=sys.stderr)
+    def _p(self, event: str, **fields: Any) -> None:
+        words = [f"{k}={v!r}" if isinstance(v, str) and (not v or " " in v) else f"{k}={v}" for k, v in fields.items()]
+        print(" ".join([event] + words), file=sys.stderr)
 
     info = warning = error = _p
 
@@ -73,7 +75,7 @@ def _state_dir(settings: Any) -> str:
 
 
 def status_row(info: Any, local_drain: Any = None, would: Any = None) -> Dict[str, Any]:
-    from gcm_checks.slurm import GCM_FEATURES, gcm_summary
+    from gcm_checks.slurm.features import GCM_FEATURES, gcm_summary
 
     owner = None
     if info.drained or info.reason:
