@@ -122,3 +122,20 @@ def test_one_report_run_parses_the_channel_table_once(tmp_path, monkeypatch):
                                          evidence={})
         assert out["assembled"] and set(out["queued"].values()) == {"queued"}, out
     assert calls == ["a", "b"]
+
+
+def test_production_code_reads_typed_sections_never_a_dotted_get_with_a_default():
+    """Issue 16: settings were read five ways, with inline defaults that
+    drifted from the schema. One way now: settings.<section>.<key>."""
+    import re
+    from pathlib import Path
+
+    root = Path(config.__file__).resolve().parent.parent
+    offenders = []
+    for p in sorted(root.rglob("*.py")):
+        text = p.read_text()
+        for n, line in enumerate(text.splitlines(), 1):
+            if re.search(r"settings\.get\(|\.coerce\(settings|settings\.section\(", line):
+                offenders.append(f"{p.relative_to(root.parent)}:{n}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
+    assert not hasattr(config.Settings, "get") and not hasattr(config.Settings, "section")

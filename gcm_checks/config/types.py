@@ -371,14 +371,3 @@ class Settings:
         import os
 
         return self.accounting.state_file or os.path.join(self.state_dir, "accounting-pass.json")
-
-    def get(self, dotted: str, default: Any = None) -> Any:
-        """The value at a dotted key (``"report.spool_dir"``), for code that
-        names keys as data (``config show``, ``config check``'s advice).
-        Everything else reads the typed attributes."""
-        cur: Any = self.data
-        for part in dotted.split("."):
-            if not isinstance(cur, dict) or part not in cur:
-                return default
-            cur = cur[part]
-        return cur
