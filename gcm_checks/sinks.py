@@ -22,8 +22,9 @@ def _ib_for_telemetry(ctx: Any, log: Any) -> Any:
 
         root = ctx.sysfs_root()
         rebuilt = False
-        if getattr(ctx, "sim", None) is not None and not os.path.isdir(root):
-            # The simulated tree went with the suite's ctx.close(): build it again for this read.
+        if not os.path.isdir(root):
+            # A temporary tree (simulation's) went with the suite's ctx.close():
+            # build it again for this read (the host's root just reads as absent again).
             ctx._sysfs_root = None
             root, rebuilt = ctx.sysfs_root(), True
         try:

@@ -6,7 +6,6 @@ at the budget is abandoned, not awaited.
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -74,17 +73,21 @@ class Context:
     def remaining(self) -> float:
         return max(0.0, self.budget_s - (time.monotonic() - self.started))
 
+    def _reader(self, area: str, module: str, host: str) -> Any:
+        """The reader for ``area``: what was injected (``self.sources``), else
+        the host's (class ``host`` of ``module``, a module the run loads
+        anyway: choosing costs no import on the prolog path)."""
+        found = getattr(self.sources, area, None)
+        if found is not None:
+            return found
+        import importlib
+
+        return getattr(importlib.import_module(module), host)()
+
     def _nvml_loader(self) -> Any:
         if self.nvml_factory is not None:
             return self.nvml_factory
-        if self.sim is not None:
-            from gcm_checks.sim.fake_nvml import FakeNvml
-
-            sim = self.sim
-            return lambda: FakeNvml(sim)
-        from gcm_checks.gather.nvml import load_pynvml
-
-        return load_pynvml
+        return self._reader("nvml", "gcm_checks.gather.nvml", "HostNvml").loader()
 
     def gpu_facts(self) -> Any:
         """NVML snapshot, gathered once per run (checks and the XID scan share it)."""
@@ -106,29 +109,17 @@ class Context:
 
     def gpu_bus_ids(self) -> Dict[str, int]:
         """PCI bus id (NVML form, 00000000:3B:00.0) -> GPU index."""
-        if self.sim is not None:
-            from gcm_checks.gather.nvml import normalize_bus_id
-
-            return {normalize_bus_id(g["pci_bus_id"]): int(g["index"]) for g in self.sim.get("gpus") or []}
-        return self.gpu_facts().bus_ids()
+        return self._reader("nvml", "gcm_checks.gather.nvml", "HostNvml").bus_ids(self)
 
     def sysfs_root(self) -> str:
-        """Root under which /sys/class/infiniband is read; in simulation, a
-        real-layout tree written from the scenario."""
+        """Root under which /sys (InfiniBand, job cgroups, the PCI bus) is
+        read: the host's, or a tree the injected source wrote."""
         with self._sysfs_lock:
             if self._sysfs_root is None:
-                if self.sim is not None:
-                    from gcm_checks.sim.tree import write_tree
-
-                    # tmpfs when there is one: like the real sysfs, and ~20x
-                    # faster to create than a disk-backed /tmp on this path.
-                    shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-                    tmp = tempfile.TemporaryDirectory(prefix="gcm-sim-sysfs-", dir=shm)
-                    self._tmpdirs.append(tmp)
-                    write_tree(Path(tmp.name), self.sim, pci=False)  # pci_facts() writes the bus
-                    self._sysfs_root = tmp.name
-                else:
-                    self._sysfs_root = self.settings.infiniband.sysfs_root
+                root, cleanup = self._reader("sysfs", "gcm_checks.gather.ib", "HostSysfs").root(self)
+                if cleanup is not None:
+                    self._tmpdirs.append(cleanup)
+                self._sysfs_root = root
             return self._sysfs_root
 
     def pci_facts(self) -> Any:
@@ -136,14 +127,7 @@ class Context:
         the GPU and the InfiniBand gatherers both compare against it."""
         with self._pci_lock:
             if self._pci_facts is None:
-                from gcm_checks.gather.pci import read_pci
-
-                root = self.sysfs_root()
-                if self.sim is not None:
-                    from gcm_checks.sim.tree import write_pci
-
-                    write_pci(Path(root), self.sim)
-                self._pci_facts = read_pci(root)
+                self._pci_facts = self._reader("pci", "gcm_checks.gather.pci", "HostPci").read(self)
             return self._pci_facts
 
     def close(self) -> None:

@@ -377,7 +377,7 @@ def run(bindings_dir: Path, level: int = 1, timeout: float = 20.0, gpus=None, fa
 
 
 def _ctx(settings=None, **extra):
-    return SimpleNamespace(settings=testing.settings(settings), remaining=lambda: 600.0, **extra)
+    return testing.context(testing.settings(settings), budget_s=600.0, **extra)
 
 
 def _fake_dcgmi(tmp_path: Path, body: str) -> Path:

@@ -182,3 +182,121 @@ def test_no_gather_code_asks_whether_it_is_simulated(tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text("def f(ctx):\n    return ctx.sim or getattr(ctx, 'sim', None)\n")
     assert _reads_sim(probe) == [2, 2]
+
+
+# Reads of ``ctx.sim`` that remain in the layers above sim/ (file, function):
+# only shrinks. Each names the scenario (a log field, the qualify record) and
+# none chooses how the hardware is read.
+SIM_READS_ALLOWED = {
+    # The one place that builds the sources: a simulated node injects its fakes.
+    ("suite.py", "Context.__post_init__"),
+    # The run's "start" event names the scenario it simulates.
+    ("suite.py", "run_checks"),
+    # The qualification record names the scenario (QualifyOutcome.sim).
+    ("qualify/qualification.py", "qualify"),
+}
+
+
+def _sim_reads_by_function(path: Path) -> set:
+    """(enclosing function's qualified name) of each read of ``.sim`` on a
+    context (``ctx.sim``, ``self.sim``, ``getattr(ctx, "sim")``); a field of
+    another object that happens to be called ``sim`` (``outcome.sim``) is not one."""
+    import ast
+
+    found = set()
+
+    def visit(node: ast.AST, scope: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                visit(child, f"{scope}.{child.name}" if scope else child.name)
+                continue
+            if (isinstance(child, ast.Attribute) and child.attr == "sim" and isinstance(child.value, ast.Name)
+                    and child.value.id in ("ctx", "self", "context")):
+                found.add(scope or "<module>")
+            elif (isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id in ("getattr", "hasattr")
+                  and len(child.args) > 1 and isinstance(child.args[1], ast.Constant) and child.args[1].value == "sim"):
+                found.add(scope or "<module>")
+            visit(child, scope)
+
+    visit(ast.parse(path.read_text()), "")
+    return found
+
+
+def test_gather_suite_and_qualify_read_sources_not_the_scenario(tmp_path):
+    """Only sim/ and the one place that builds sources look at ``ctx.sim``:
+    the GPU, InfiniBand, PCI and probe readers go through ``ctx.sources``."""
+    root = Path(__file__).resolve().parent.parent / "gcm_checks"
+    files = (sorted((root / "gather").glob("*.py")) + sorted((root / "checks").glob("*.py"))
+             + sorted((root / "qualify").glob("*.py")) + [root / "suite.py", root / "sinks.py"])
+    found = {(str(p.relative_to(root)), fn) for p in files for fn in _sim_reads_by_function(p)}
+    assert found - SIM_READS_ALLOWED == set(), "read ctx.sources.<area> instead of ctx.sim"
+    assert SIM_READS_ALLOWED - found == set(), "gone: remove from SIM_READS_ALLOWED (it only shrinks)"
+    # The probe sees a read inside a method, and not another object's field.
+    probe = tmp_path / "probe.py"
+    probe.write_text("class C:\n    def f(self, outcome):\n        return self.sim or outcome.sim\n"
+                     "def g(ctx):\n    return getattr(ctx, 'sim', None)\n")
+    assert _sim_reads_by_function(probe) == {"C.f", "g"}
+
+
+def test_a_scenario_context_reads_gpus_ib_and_pci_through_injected_sources(tmp_path):
+    from gcm_checks.gather.ib import HostSysfs
+    from gcm_checks.gather.nvml import HostNvml
+    from gcm_checks.gather.pci import HostPci
+    from gcm_checks.sim.sources import ScenarioNvml, ScenarioPci, ScenarioSysfs
+
+    settings = config.resolve({}, "n")
+    scenario = load("healthy")
+    ctx = suite.Context(settings=settings, node="n", sim=scenario, state_dir=tmp_path)
+    assert isinstance(ctx._reader("nvml", "-", "-"), ScenarioNvml)
+    assert isinstance(ctx._reader("sysfs", "-", "-"), ScenarioSysfs)
+    assert isinstance(ctx._reader("pci", "-", "-"), ScenarioPci) and ctx.sources.perf is not None
+    try:
+        root = Path(ctx.sysfs_root())
+        assert root.is_dir() and root != Path("/") and (root / "sys" / "class" / "infiniband").is_dir()
+        assert len(ctx.pci_facts().gpus) == len(scenario["gpus"])
+        assert sorted(ctx.gpu_bus_ids().values()) == [int(g["index"]) for g in scenario["gpus"]]
+    finally:
+        ctx.close()
+    assert not root.exists()  # the tree the source wrote goes with the context
+    host = suite.Context(settings=config.resolve({"infiniband": {"sysfs_root": str(tmp_path)}}, "n"), node="n",
+                         state_dir=tmp_path)
+    assert isinstance(host._reader("nvml", "gcm_checks.gather.nvml", "HostNvml"), HostNvml)
+    assert isinstance(host._reader("pci", "gcm_checks.gather.pci", "HostPci"), HostPci)
+    assert isinstance(host._reader("sysfs", "gcm_checks.gather.ib", "HostSysfs"), HostSysfs)
+    assert host.sysfs_root() == str(tmp_path)
+    assert host.pci_facts().gpus == ()  # an empty bus under the configured root
+
+
+def test_injected_sources_replace_the_host_readers_without_a_scenario(tmp_path):
+    """What a test injects is read: no scenario, no host hardware."""
+    from gcm_checks.qualify import probe
+    from gcm_checks.sim.fake_nvml import FakeNvml
+    from gcm_checks.sim.sources import ScenarioNvml, ScenarioPci, ScenarioPerf, ScenarioSysfs
+
+    scenario = load("healthy")
+    mine = Sources(nvml=ScenarioNvml(scenario), sysfs=ScenarioSysfs(scenario), pci=ScenarioPci(scenario),
+                   perf=ScenarioPerf(scenario))
+    ctx = suite.Context(settings=config.resolve({}, "n"), node="n", state_dir=tmp_path, sources=mine, budget_s=20.0)
+    try:
+        assert ctx.sim is None
+        assert isinstance(ctx._nvml_loader()(), FakeNvml)
+        n = len(scenario["gpus"])
+        assert len(ctx.gpu_facts().gpus) == n and len(ctx.pci_facts().gpus) == n
+        assert probe.measure(ctx, 1.0).source == "sim"
+    finally:
+        ctx.close()
+
+
+def test_a_host_context_loads_neither_sim_nor_the_sources_module(tmp_path):
+    """The host's GPU, sysfs and PCI readers are chosen without importing
+    anything the prolog would not load anyway, and never simulation's."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from gcm_checks import testing; "
+            f"ctx = testing.context(testing.settings(**{{'infiniband.sysfs_root': {str(tmp_path)!r}}})); "
+            "ctx.nvml_factory = None; ctx.sysfs_root(); ctx.pci_facts(); ctx._nvml_loader(); "
+            "print(sorted(m for m in sys.modules if m.startswith(('gcm_checks.sim', 'gcm_checks.gather.sources'))))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[]", p.stdout

@@ -25,11 +25,7 @@ OVERSIZED_ALLOWED = frozenset({
 # only SHRINK. (run/launcher <-> run/finish, named in issue 16 and now wrapper/, is gone on
 # main; the gcm-run rework of issue 15 keeps the wrapper, its progress watcher
 # and its finish step in one direction.)
-CYCLES_ALLOWED = frozenset({
-    # telemetry/hardware <-> telemetry/model: new with helper i17's hardware
-    # telemetry (merged from main at 03:55); to break along one direction.
-    frozenset({"gcm_checks.telemetry.hardware", "gcm_checks.telemetry.model"}),
-})
+CYCLES_ALLOWED: frozenset = frozenset()
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:

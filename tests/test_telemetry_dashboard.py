@@ -34,7 +34,8 @@ def _labels_by_metric():
     port = IbPort("mlx5_0", 1, "ACTIVE", 4, "LinkUp", 5, 400.0, "400", "InfiniBand", {"symbol_error": 1})
     samples, _ = model.build([passed("gpu.nvml", "ok"), failed("gpu.temperature", "hot", "GPU 1")], mode="health",
                              node="n", when=1.0, job_id="7", xids=[{"xid": 79, "gpu_index": 1, "severity": "fail"}],
-                             drained=True, duration_s=1.0, gpu_facts=facts)
+                             drained=True, duration_s=1.0)
+    samples += hardware.gpu_samples(facts, "n")
     samples += hardware.ib_samples(IbSnapshot("/", "/", True, (), (port,)), "n")
     samples += model.build([], mode="prolog", node="n", when=1.0, job_id="7", job_gpu_list=["0"])[0]
     # The decision gauges telemetry.export adds beside the build.

@@ -313,3 +313,15 @@ def read_boot_id(root: "str | Path" = "/") -> str:
         return _read(Path(root) / "proc" / "sys" / "kernel" / "random" / "boot_id")[:64]
     except OSError:
         return ""
+
+
+class HostSysfs:
+    """The node's /sys, under ``infiniband.sysfs_root`` (``/`` unless set):
+    the sysfs source ``suite.Context`` reads unless one is injected. Nothing
+    to clean up."""
+
+    def root(self, ctx: Any) -> Tuple[str, Any]:
+        return ctx.settings.infiniband.sysfs_root, None
+
+    def __repr__(self) -> str:
+        return "HostSysfs()"

@@ -366,3 +366,17 @@ def load_pynvml() -> Any:
     import pynvml  # noqa: PLC0415 - lazily, only on real hardware
 
     return pynvml
+
+
+class HostNvml:
+    """The node's NVML (pynvml): the GPU source ``suite.Context`` reads
+    unless one is injected (``gcm_checks.gather.sources``)."""
+
+    def loader(self) -> Any:
+        return load_pynvml
+
+    def bus_ids(self, ctx: Any) -> Dict[str, int]:
+        return ctx.gpu_facts().bus_ids()
+
+    def __repr__(self) -> str:
+        return "HostNvml()"

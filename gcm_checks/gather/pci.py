@@ -183,3 +183,14 @@ def write_pci_tree(root: Path, devices: Iterable[Mapping[str, Any]], nvidia_modu
             os.symlink(os.path.join(drivers, drv), os.path.join(d, "driver"))
         for ib in spec.get("ib_devices") or ():
             os.makedirs(os.path.join(d, "infiniband", str(ib)), exist_ok=True)
+
+
+class HostPci:
+    """The node's PCI bus, read under the context's sysfs root: the PCI
+    source ``suite.Context`` reads unless one is injected."""
+
+    def read(self, ctx: Any) -> PciFacts:
+        return read_pci(ctx.sysfs_root())
+
+    def __repr__(self) -> str:
+        return "HostPci()"

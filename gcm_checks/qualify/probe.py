@@ -332,8 +332,11 @@ def measure(ctx: Any, seconds: float) -> PerfFacts:
     from gcm_checks.qualify.baselines import lookup
 
     settings = ctx.settings
-    if ctx.sim is not None:
-        return probe_sim(ctx.sim, gpus_from_sim(ctx.sim))
+    from gcm_checks.gather.sources import injected
+
+    fake = injected(ctx, "perf")  # simulation's figures (gcm_checks.sim.sources.ScenarioPerf), a test's own
+    if fake is not None:
+        return fake.measure(ctx, seconds)
     facts = ctx.gpu_facts()
     gpus = gpus_from_nvml(facts)
     if not gpus:

@@ -60,7 +60,12 @@ def export(
 
         samples, events = build(list(results), mode=mode, node=node, when=when if when is not None else time.time(),
                                 job_id=job_id, xids=xids, drained=drained, duration_s=duration_s,
-                                gpu_facts=gpu_facts, ib_snapshot=ib_snapshot, job_gpu_list=parse_gpus(job_gpus))
+                                job_gpu_list=parse_gpus(job_gpus))
+        if gpu_facts is not None or ib_snapshot is not None:
+            from gcm_checks.telemetry import hardware
+
+            samples.extend(hardware.gpu_samples(gpu_facts, node))
+            samples.extend(hardware.ib_samples(ib_snapshot, node))
         events = list(events) + list(log_events)
         groups = ["run"] + (["gpu"] if gpu_facts is not None else []) + (["ib"] if ib_snapshot is not None else [])
         from gcm_checks.telemetry.model import Sample

@@ -201,8 +201,6 @@ def build(
     xids: Optional[Iterable[Any]] = None,
     drained: Optional[bool] = None,
     duration_s: Optional[float] = None,
-    gpu_facts: Any = None,
-    ib_snapshot: Any = None,
     job_gpu_list: Sequence[str] = (),
 ) -> Tuple[List[Sample], List[LogEvent]]:
     samples: List[Sample] = []
@@ -252,9 +250,7 @@ def build(
     if job_id and mode == "prolog":
         for gpu in job_gpu_list:
             samples.append(Sample("gcm_job_info", labels(node=node, job=job_id, gpu=gpu), 1.0))
-    if gpu_facts is not None or ib_snapshot is not None:
-        from gcm_checks.telemetry import hardware
-
-        samples.extend(hardware.gpu_samples(gpu_facts, node))
-        samples.extend(hardware.ib_samples(ib_snapshot, node))
+    # The hardware series (gcm_gpu_*, gcm_ib_port_*) are added by the caller
+    # (telemetry.export) from telemetry.hardware, which builds on this module:
+    # one direction, no import circle.
     return samples, events
