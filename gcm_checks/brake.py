@@ -38,9 +38,12 @@ import hashlib
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from gcm_checks import slurm
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 
 def counted(census: List["slurm.CensusEntry"], node: str, check: str, *, window_s: float,
@@ -120,13 +123,13 @@ def cluster_name(env: Optional[Mapping[str, str]] = None) -> str:
     return ""
 
 
-def engaged_episode(settings: Any, node: str, check: str, *, log: Any = None, backend: Any = None,
+def engaged_episode(settings: "Settings", node: str, check: str, *, log: Any = None, backend: Any = None,
                     now: Optional[float] = None) -> Optional[Episode]:
     """Read the census (one Slurm call) and judge; the episode when braked.
     A census that cannot be read never brakes: the brake must not stop a
     real drain."""
-    share = settings.get("slurm.brake_share")
-    count = settings.get("slurm.brake_count")
+    share = settings.slurm.brake_share
+    count = settings.slurm.brake_count
     if share is None and count is None:
         return None
     backend = backend or slurm.backend_from_settings(settings, log=log)
@@ -136,7 +139,7 @@ def engaged_episode(settings: Any, node: str, check: str, *, log: Any = None, ba
         if log is not None:
             log.warning("brake_census_failed", error=str(e))
         return None
-    window_s = float(settings.get("slurm.brake_window_s") or 900.0)
+    window_s = settings.slurm.brake_window_s
     now = time.time() if now is None else now
     why = judge(census, node, check, share=share, count=count, window_s=window_s, now=now)
     if why is None:
@@ -145,7 +148,7 @@ def engaged_episode(settings: Any, node: str, check: str, *, log: Any = None, ba
                    why=f"suspected cluster-wide cause: {why}")
 
 
-def engaged(settings: Any, node: str, check: str, *, log: Any = None, backend: Any = None,
+def engaged(settings: "Settings", node: str, check: str, *, log: Any = None, backend: Any = None,
             now: Optional[float] = None) -> Optional[str]:
     """Why the brake holds this drain back (``engaged_episode``), or None."""
     ep = engaged_episode(settings, node, check, log=log, backend=backend, now=now)
@@ -156,8 +159,8 @@ def engaged(settings: Any, node: str, check: str, *, log: Any = None, backend: A
 # The one admin alert per episode
 
 
-def _alert_record(settings: Any, ep: Episode) -> str:
-    return os.path.join(os.path.expanduser(str(settings.get("state_dir"))), f"brake-episode.{ep.marker_id}.json")
+def _alert_record(settings: "Settings", ep: Episode) -> str:
+    return os.path.join(os.path.expanduser(settings.state_dir), f"brake-episode.{ep.marker_id}.json")
 
 
 def _node_list(backend: Any) -> List[Any]:
@@ -204,7 +207,7 @@ def alert_text(ep: Episode, node: str, mode: str, reason: str) -> Dict[str, Any]
             "observed_by": node, "mode": mode, "why": ep.why, "finding": reason}
 
 
-def alert(settings: Any, node: str, ep: Episode, *, mode: str, reason: str, log: Any = None, backend: Any = None,
+def alert(settings: "Settings", node: str, ep: Episode, *, mode: str, reason: str, log: Any = None, backend: Any = None,
           dry_run: bool = False, now: Optional[float] = None) -> Dict[str, Any]:
     """Send the episode's one admin alert unless it went out already (from
     this node: a local record; from another: its Extra marker). Never raises."""
@@ -221,9 +224,7 @@ def alert(settings: Any, node: str, ep: Episode, *, mode: str, reason: str, log:
     if dry_run:
         out.update(sent=False, why="dry run")
         return out
-    from gcm_checks.notify.config import NotifySettings
-
-    if not NotifySettings.coerce(settings).admin_routes():
+    if not settings.notify.admin_routes():
         # Nobody to tell: no marker either (no Slurm write for nothing).
         out.update(sent=False, why="no admin channel configured (notify.admin)")
         return out

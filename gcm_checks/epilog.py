@@ -24,7 +24,10 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 
 @dataclass
@@ -40,7 +43,7 @@ class EpilogRun:
     extra: Dict[str, Any] = field(default_factory=dict)
 
 
-def run(args: Any, settings: Any, node: str, job_id: Optional[str], log: Any, t0: float) -> EpilogRun:
+def run(args: Any, settings: "Settings", node: str, job_id: Optional[str], log: Any, t0: float) -> EpilogRun:
     """One epilog run: the job's window, the suite, the drain decision, then
     (after the verdict, never changing it) evidence, report and metrics.
 
@@ -54,7 +57,7 @@ def run(args: Any, settings: Any, node: str, job_id: Optional[str], log: Any, t0
     from gcm_checks.sinks import export_metrics, telemetry_on
 
     env = os.environ
-    budget = args.budget or settings.get("epilog.budget_s") or settings.get("budget_s")
+    budget = args.budget or settings.epilog.budget_s or settings.budget_s
     ctx = suite.build_context(settings, sim=args.sim, budget_s=budget, dry_run=bool(getattr(args, "dry_run", False)))
     # Hardware readings for graphs: a few more NVML calls, after a job, never before one.
     ctx.hw_telemetry = telemetry_on(settings, "epilog")
@@ -104,10 +107,10 @@ def run(args: Any, settings: Any, node: str, job_id: Optional[str], log: Any, t0
             evidence["drains"] = [{"node": node, "reason": drain_reason, "action": action}]
     write_local_evidence(ctx, job_id, node, evidence, log)
     report = None
-    if job_id and settings.get("epilog.report") and not getattr(args, "no_report", False):
+    if job_id and settings.epilog.report and not getattr(args, "no_report", False):
         report = report_job(settings, node, job_id, show, exit_info, evidence, log, restarts)
     export_metrics(results, settings, node, job_id, "epilog", action, log, xids=evidence["xids"], t0=t0, ctx=ctx,
-                   log_events=report_log_events(report, node, drain_reason, action) if settings.get("telemetry.otlp_endpoint") else ())
+                   log_events=report_log_events(report, node, drain_reason, action) if settings.telemetry.otlp_endpoint else ())
     if job_id:
         from gcm_checks.state import forget_job
 
@@ -155,11 +158,11 @@ def first_node(env: Mapping[str, str]) -> Optional[str]:
         return None
 
 
-def show_job(settings: Any, job_id: Optional[str], log: Any, node: str = "", env: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+def show_job(settings: "Settings", job_id: Optional[str], log: Any, node: str = "", env: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
     """``scontrol show job`` once per job, on its first node only: a 1,000-node
     job must not cost slurmctld 1,000 job reads at its end. The first node
     shares what it learned with the others through the report's evidence."""
-    if not job_id or not settings.get("epilog.query_job"):
+    if not job_id or not settings.epilog.query_job:
         return {}
     first = first_node(env if env is not None else os.environ)
     if first is not None and node and first != node:
@@ -274,7 +277,7 @@ SHARED_SHOW = ("JobState", "Reason", "JobName", "StartTime", "Partition", "Resta
 _REQUEUED_STATES = ("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "REQUEUE")
 
 
-def run_context(settings: Any, env: Mapping[str, str], show: Mapping[str, str],
+def run_context(settings: "Settings", env: Mapping[str, str], show: Mapping[str, str],
                 this_run: Optional[int] = None) -> Dict[str, Any]:
     """Facts about this run the report's outcome needs (report/outcome.py):
     report-only mode, the job's GPUs on this node, whether Slurm requeued it.
@@ -353,14 +356,14 @@ def _exit_of(text: str) -> Tuple[Optional[int], Optional[int]]:
     return (int(code) if code.isdigit() else None), (int(sig) if sig.isdigit() else None)
 
 
-def dcgm_level_after_failure(settings: Any, budget_s: float, log: Any) -> int:
+def dcgm_level_after_failure(settings: "Settings", budget_s: float, log: Any) -> int:
     """The configured deeper level after a failed job, unless the epilog's
     budget cannot hold it: a diag killed half way says nothing (and killing
     dcgmi mid-diag is what wedges some hostengines), so run level 1 instead
     and say how to get the deeper one."""
     from gcm_checks.gather.dcgm import TYPICAL_S
 
-    want = int(settings.get("epilog.dcgm_level_after_failure"))
+    want = settings.epilog.dcgm_level_after_failure
     if TYPICAL_S.get(want, 0.0) + 5.0 > budget_s:
         log.warning("dcgm_level_capped", wanted=want, used=1, budget_s=budget_s,
                     hint=f"level {want} takes about {TYPICAL_S.get(want, 0):.0f} s: raise epilog.budget_s and PrologEpilogTimeout")
@@ -388,7 +391,7 @@ def report_log_events(report: Optional[Mapping[str, Any]], node: str, drain_reas
         return []
 
 
-def report_job(settings: Any, node: str, job_id: str, show: Mapping[str, str], exit_info: Mapping[str, Any],
+def report_job(settings: "Settings", node: str, job_id: str, show: Mapping[str, str], exit_info: Mapping[str, Any],
             evidence: Dict[str, Any], log: Any, restart_count: Optional[int] = None) -> Optional[Dict[str, Any]]:
     try:
         from gcm_checks.report import JobInfo, assemble_and_notify
@@ -405,7 +408,7 @@ def report_job(settings: Any, node: str, job_id: str, show: Mapping[str, str], e
             # Shared with the other nodes: only this one asked slurmctld.
             evidence["job_facts"] = dict(facts, scontrol={k: show[k] for k in SHARED_SHOW if k in show})
         job = JobInfo.from_env(os.environ, **overrides)
-        out = assemble_and_notify(job, settings, node=node, budget_s=float(settings.get("epilog.report_budget_s")),
+        out = assemble_and_notify(job, settings, node=node, budget_s=settings.epilog.report_budget_s,
                                   evidence=evidence, classifier=make_classifier(exit_info, show))
         log.info("report", **{k: v for k, v in out.items() if k in ("key", "assembled", "waiting", "error", "paths")})
         return out

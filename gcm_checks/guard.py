@@ -11,7 +11,10 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 from gcm_checks.logs import slurmd_line  # the one plain stderr line (logs.py says when)
 
@@ -37,7 +40,7 @@ def guarded(args: argparse.Namespace, kind: str, body: Callable[..., int]) -> in
     job_id = os.environ.get("SLURM_JOB_ID") or os.environ.get("SLURM_JOBID")
     # The prolog runs before every job: structlog's import alone would be a
     # quarter of its time budget, so it writes the same lines without it.
-    log = open_log(settings.get("log_path"), fast=(kind == "prolog"), mode=kind, node=node, job_id=job_id)
+    log = open_log(settings.log_path, fast=(kind == "prolog"), mode=kind, node=node, job_id=job_id)
     try:
         if cfg_err is not None:
             log.error("config_error", error=str(cfg_err), file=cfg_err.source, key=cfg_err.key,
@@ -60,7 +63,7 @@ def guarded(args: argparse.Namespace, kind: str, body: Callable[..., int]) -> in
             pass
 
 
-def refuse_unsafe_dirs(settings: Any, kind: str, log: Any) -> None:
+def refuse_unsafe_dirs(settings: "Settings", kind: str, log: Any) -> None:
     """Root never uses a state, spool or outbox directory others can write.
 
     Refused loudly and never a drain: the state moves to a fresh private
@@ -69,7 +72,7 @@ def refuse_unsafe_dirs(settings: Any, kind: str, log: Any) -> None:
     """
     from gcm_checks.state import unsafe_dir
 
-    problem = unsafe_dir(str(settings.get("state_dir") or ""))
+    problem = unsafe_dir(settings.state_dir)
     if problem:
         import tempfile
 
@@ -77,8 +80,9 @@ def refuse_unsafe_dirs(settings: Any, kind: str, log: Any) -> None:
         log.error("unsafe_dir", setting="state_dir", problem=problem, using=private)
         slurmd_line(f"gcm-checks {kind}: REFUSED state_dir: {problem}; using {private} for this run - fix: chown root, chmod go-w")
         settings.data["state_dir"] = private
-    for key in ("report.spool_dir", "report.outbox_dir", "notify.outbox_dir"):
-        problem = unsafe_dir(str(settings.get(key) or ""))
+    for key, where in (("report.spool_dir", settings.report.spool_dir), ("report.outbox_dir", settings.report.outbox_dir),
+                       ("notify.outbox_dir", settings.notify.outbox_dir)):
+        problem = unsafe_dir(where)
         if problem:
             log.error("unsafe_dir", setting=key, problem=problem, skipped="job report and notification")
             slurmd_line(f"gcm-checks {kind}: REFUSED {key}: {problem}; job report and notification skipped - fix: chown root, chmod go-w")

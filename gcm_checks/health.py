@@ -30,7 +30,10 @@ and prints what it returns.
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 
 # Re-read the node's features at most this often to catch a reconfigure that
@@ -50,7 +53,7 @@ class HealthRun:
         self.decision, self.drain_action = decision, drain_action
 
 
-def run(args: Any, settings: Any, node: str, log: Any, t0: float) -> HealthRun:
+def run(args: Any, settings: "Settings", node: str, log: Any, t0: float) -> HealthRun:
     """One health run: the suite, the decision and every Slurm side effect
     (drain, resume, features), then housekeeping and metrics, which never
     change the verdict. ``args``: the command line (``sim``, ``budget``,
@@ -67,7 +70,7 @@ def run(args: Any, settings: Any, node: str, log: Any, t0: float) -> HealthRun:
     results, v, _ = suite.run_checks("health", ctx, log)
     backend = slurm.backend_from_settings(settings, dry_run=getattr(args, "dry_run", False),
                                           out=sys.stderr if args.json else sys.stdout, log=log)
-    resume = bool(settings.get("slurm.resume_on_pass", True)) and not args.no_resume
+    resume = settings.slurm.resume_on_pass and not args.no_resume
     actions = decide_and_apply(backend, node, results, state_dir=str(ctx.state_dir), log=log,
                                verify_features=args.reapply, context=node_context(args, settings, resume_on_pass=resume),
                                settings=settings)
@@ -84,21 +87,21 @@ def run(args: Any, settings: Any, node: str, log: Any, t0: float) -> HealthRun:
     export_metrics(results, settings, node, None, "health", drain_action, log,
                    xids=[e.to_dict() for e in getattr(ctx.facts.get("xid"), "events", ())], t0=t0, ctx=ctx,
                    drained=drained,
-                   log_events=_drain_events(actions, node) if settings.get("telemetry.otlp_endpoint") else ())
+                   log_events=_drain_events(actions, node) if settings.telemetry.otlp_endpoint else ())
     return HealthRun(results, v, actions, decision, drain_action)
 
 
-def housekeeping(settings: Any, node: str, log: Any) -> None:
+def housekeeping(settings: "Settings", node: str, log: Any) -> None:
     """The periodic chores health mode carries, after the verdict and never
     able to change it: retry undelivered notifications and assemble job
     reports whose nodes never all reported (in a detached process, so a dead
     mail relay cannot slow the health check), and - on the one designated
     node only - the batched sacct refinement (docs/accounting.md)."""
     try:
-        if settings.get("notify.channels"):
+        if settings.notify.channels:  # a bad table raises here: logged below, never the verdict
             from gcm_checks import notify, report
 
-            notify.spawn_flush(settings, budget_s=float(settings.get("notify.budget_s", 30.0) or 30.0), node=node,
+            notify.spawn_flush(settings, budget_s=settings.notify.budget_s, node=node,
                                sweep=report.sweep_and_prune)
     except Exception as e:  # noqa: BLE001 - rule 6
         log.warning("notify_flush_failed", error=f"{type(e).__name__}: {e}")
@@ -138,7 +141,7 @@ def _drain_events(actions: Dict[str, Any], node: str) -> List[Any]:
 
 def decide_and_apply(backend: Any, node: str, results: List[Any], *, state_dir: str, log: Any,
                      resume_on_pass: bool = True, verify_features: bool = False,
-                     context: Any = None, settings: Any = None) -> Dict[str, Any]:
+                     context: Any = None, settings: Optional["Settings"] = None) -> Dict[str, Any]:
     """All of health mode's Slurm side effects, as the decision core decides
     them; returns what was done, for the log and --json."""
     from gcm_checks import slurm
@@ -192,7 +195,7 @@ def decide_and_apply(backend: Any, node: str, results: List[Any], *, state_dir: 
     return actions
 
 
-def _braked(settings: Any, node: str, decision: Any, log: Any, backend: Any) -> Optional[str]:
+def _braked(settings: "Settings", node: str, decision: Any, log: Any, backend: Any) -> Optional[str]:
     """The mass-drain brake's answer, read once per run (cached on the decision's check)."""
     key = (node, decision.failure.check)
     if key not in _BRAKE_CACHE:

@@ -12,22 +12,25 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 from gcm_checks.logs import slurmd_line  # the one plain stderr line (logs.py says when)
 
 
-def node_context(args: Any, settings: Any, **kw: Any) -> Any:
+def node_context(args: Any, settings: "Settings", **kw: Any) -> Any:
     """The decision's context from the command line and the settings."""
     from gcm_checks.decide import NodeContext
 
     # As slurm.report_only(), without importing slurm.py on the healthy path.
-    report_only = bool(settings.get("report_only")) or bool(settings.get("slurm.report_only"))
+    report_only = settings.report_only
     return NodeContext(report_only=report_only, dry_run=bool(getattr(args, "dry_run", False)),
                        config_error=getattr(settings, "config_error", None), **kw)
 
 
-def decide_and_drain(args: Any, settings: Any, node: str, ctx: Any, results: List[Any], mode: str,
+def decide_and_drain(args: Any, settings: "Settings", node: str, ctx: Any, results: List[Any], mode: str,
                      log: Any) -> Tuple[Any, Optional[str]]:
     """The prolog's and the epilog's one decide/apply step: decide, make the
     drain it asks for, and decide again when the mass-drain brake held the
@@ -44,7 +47,7 @@ def decide_and_drain(args: Any, settings: Any, node: str, ctx: Any, results: Lis
     return decision, action
 
 
-def apply_decision(args: Any, settings: Any, node: str, ctx: Any, decision: Any, log: Any) -> Optional[str]:
+def apply_decision(args: Any, settings: "Settings", node: str, ctx: Any, decision: Any, log: Any) -> Optional[str]:
     """Make the drain a decision asks for, under the ownership rules.
 
     Returns the slurm.DrainOutcome action ("drained", "already", ...), or
@@ -89,9 +92,9 @@ def note_would_drain(ctx: Any, decision: Any, log: Any) -> None:
         log.warning("would_drain_not_recorded", error=str(e))
 
 
-def brake_for(settings: Any, node: str, decision: Any, log: Any) -> Optional[str]:
+def brake_for(settings: "Settings", node: str, decision: Any, log: Any) -> Optional[str]:
     """The mass-drain brake (gcm_checks.brake), when configured; never raises."""
-    if settings.get("slurm.brake_share") is None and settings.get("slurm.brake_count") is None:
+    if settings.slurm.brake_share is None and settings.slurm.brake_count is None:
         return None
     try:
         from gcm_checks import brake
@@ -117,14 +120,14 @@ def brake_for(settings: Any, node: str, decision: Any, log: Any) -> Optional[str
     return "braked: " + why
 
 
-def _first_alert(settings: Any, node: str, check: str) -> bool:
+def _first_alert(settings: "Settings", node: str, check: str) -> bool:
     import time
 
     from gcm_checks.jsonfile import read_json, write_json
 
-    window = float(settings.get("slurm.brake_window_s") or 900.0)
+    window = settings.slurm.brake_window_s
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in f"{node}.{check}")
-    path = os.path.join(os.path.expanduser(str(settings.get("state_dir"))), f"brake-alert.{safe}.json")
+    path = os.path.join(os.path.expanduser(settings.state_dir), f"brake-alert.{safe}.json")
     rec = read_json(path)
     now = time.time()
     if rec and isinstance(rec.get("time"), (int, float)) and now - rec["time"] < window:

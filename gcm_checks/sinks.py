@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 
 def _ib_for_telemetry(ctx: Any, log: Any) -> Any:
@@ -35,14 +38,15 @@ def _ib_for_telemetry(ctx: Any, log: Any) -> Any:
         return None
 
 
-def telemetry_on(settings: Any, mode: str) -> bool:
+def telemetry_on(settings: "Settings", mode: str) -> bool:
     """A sink is configured that this mode writes to."""
-    keys = ("telemetry.prometheus_textfile_dir",) if mode == "prolog" else \
-        ("telemetry.prometheus_textfile_dir", "telemetry.otlp_endpoint")
-    return any(settings.get(k) for k in keys)
+    tel = settings.telemetry
+    if mode == "prolog":  # the prolog writes no OTLP
+        return bool(tel.prometheus_textfile_dir)
+    return bool(tel.prometheus_textfile_dir or tel.otlp_endpoint)
 
 
-def export_metrics(results: List[Any], settings: Any, node: str, job_id: Optional[str], mode: str, action: Optional[str],
+def export_metrics(results: List[Any], settings: "Settings", node: str, job_id: Optional[str], mode: str, action: Optional[str],
                log: Any, xids: Any = None, *, t0: Optional[float] = None, ctx: Any = None,
                drained: Optional[bool] = None, log_events: Any = (), job_runs: bool = False) -> None:
     """Metrics sinks (Prometheus textfile, OTLP) when configured; never a verdict.

@@ -10,10 +10,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from gcm_checks.registry import gatherer
 from gcm_checks.result import CheckResult, Status, failed, unknown
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 # Margin kept at the end of the budget for judging, logging and the Slurm call.
 JUDGE_MARGIN_S = 0.3
@@ -29,12 +32,12 @@ HANG_IS_FAILURE: set = set()
 class Context:
     """What gatherers may use. Built once per run by the command."""
 
-    settings: Any
+    settings: "Settings"
     node: str
     sim: Optional[Dict[str, Any]] = None
-    state_dir: Path = Path("/var/lib/gcm-checks")
+    state_dir: Optional[Path] = None  # None: the settings' state_dir
     started: float = field(default_factory=time.monotonic)
-    budget_s: float = 10.0
+    budget_s: Optional[float] = None  # None: the settings' budget_s
     window: Optional[Tuple[float, float]] = None  # (start, end) epoch seconds for log scans
     job: Optional[Dict[str, Any]] = None
     dcgm_level: Optional[int] = None
@@ -61,6 +64,11 @@ class Context:
             from gcm_checks.sim.sources import scenario_sources
 
             self.sources = scenario_sources(self.sim)
+        # The defaults are the settings' own (config/schema.py), not a second copy here.
+        if self.state_dir is None:
+            self.state_dir = Path(os.path.expanduser(self.settings.state_dir))
+        if self.budget_s is None:
+            self.budget_s = float(self.settings.budget_s)
 
     def remaining(self) -> float:
         return max(0.0, self.budget_s - (time.monotonic() - self.started))
@@ -93,8 +101,8 @@ class Context:
                 # budget) may cut them short, and gather then marks the facts
                 # so a cut-short timeout is judged unknown, never fail.
                 total = max(0.05, (self.remaining() - JUDGE_MARGIN_S) * 0.8)
-                timeout = float(self.settings.get("gpu.nvml_timeout_s", 2.0))
-                init_timeout = float(self.settings.get("gpu.nvml_init_timeout_s", 6.0))
+                timeout = self.settings.gpu.nvml_timeout_s
+                init_timeout = self.settings.gpu.nvml_init_timeout_s
                 self._gpu_facts = nvml.gather(self._nvml_loader(), timeout, total, init_timeout,
                                              extended=self.hw_telemetry)
             return self._gpu_facts
@@ -195,7 +203,7 @@ def run_suite(tag: str, ctx: Context) -> List[CheckResult]:
     from gcm_checks.registry import GATHERERS, run_check, select
 
     load_all(tag)
-    disabled = ctx.settings.get("checks.disabled", []) or []
+    disabled = ctx.settings.checks.disabled
     specs = select(tag, disabled)
     ctx.config_warnings.extend(unknown_disabled(disabled))
     needs = sorted({s.needs for s in specs})
@@ -206,7 +214,7 @@ def run_suite(tag: str, ctx: Context) -> List[CheckResult]:
             jobs[n] = (lambda fn=fn: _timed(fn, ctx))
     gather_budget = max(0.05, ctx.remaining() - JUDGE_MARGIN_S)
     gathered = run_all(jobs, gather_budget)
-    overrides = ctx.settings.get("checks.severity", {}) or {}
+    overrides = ctx.settings.checks.severity
     results: List[CheckResult] = []
     reported = set()
     for spec in specs:
@@ -262,10 +270,10 @@ def run_checks(kind: str, ctx: Any, log: Any) -> Tuple[List[Any], Any, Optional[
 
 
 
-def build_context(settings: Any, *, sim: Optional[str] = None, budget_s: Optional[float] = None, **kw: Any) -> Context:
+def build_context(settings: "Settings", *, sim: Optional[str] = None, budget_s: Optional[float] = None, **kw: Any) -> Context:
     """Context for a run: the scenario from ``--sim`` or config ``simulate``."""
     scenario = None
-    name = sim or settings.get("simulate")
+    name = sim or settings.simulate
     if name:
         from gcm_checks.sim.scenario import load as load_scenario
 
@@ -274,7 +282,7 @@ def build_context(settings: Any, *, sim: Optional[str] = None, budget_s: Optiona
         settings=settings,
         node=settings.node or "",
         sim=scenario,
-        state_dir=Path(os.path.expanduser(str(settings.get("state_dir")))),
-        budget_s=float(budget_s if budget_s is not None else settings.get("budget_s")),
+        state_dir=Path(os.path.expanduser(settings.state_dir)),
+        budget_s=float(budget_s if budget_s is not None else settings.budget_s),
         **kw,
     )

@@ -188,12 +188,13 @@ class MemoryBackend:
 def settings(data: Any = None, *, node: str = "n1", **overrides: Any):
     """Settings as the node ``node`` resolves them (``config.resolve``): the
     schema's defaults, then ``data`` (a parsed config file, ``nodes:``
-    sections included; or Settings a test built before, to change a few
-    keys), then ``overrides`` on top. A key with a dot, in ``data`` or in
-    ``overrides``, names one setting (``{"infiniband.sysfs_root": d}``). An override is a whole
-    section (``gpu={"count": 4}``, merged into the file's), a top-level key
-    (``report_only=True``) or a dotted key (``**{"report.spool_dir": d}``).
-    Validated like a real file, so a misspelt key fails the test."""
+    sections included, or Settings a test built before, to change a few
+    keys), then ``overrides`` on top. An override is a whole section
+    (``gpu={"count": 4}``, merged into the file's), a top-level key
+    (``report_only=True``) or a dotted key (``**{"report.spool_dir": d}``);
+    a dotted key in ``data`` names one setting too
+    (``{"infiniband.sysfs_root": d}``). Validated like a real file, so a
+    misspelt key fails the test."""
     import copy
 
     from gcm_checks import config

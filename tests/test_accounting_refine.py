@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gcm_checks import slurm
+from gcm_checks import slurm, testing
 from gcm_checks.accounting import refine
 from gcm_checks.accounting.judge import classify_run
 from gcm_checks.accounting.records import group_rows, parse_time
@@ -45,14 +45,14 @@ class CountingFetch:
 def settings_for(tmp_path, **acc):
     base = {"interval_s": 60.0, "settle_s": 5.0, "lookback_s": 86400.0, "notify_wait_s": 120.0}
     base.update(acc)
-    return {
+    return testing.settings({
         "state_dir": str(tmp_path / "state"),
         "report": {"report_dir": str(tmp_path / "reports"), "spool_dir": str(tmp_path / "spool"),
                    "outbox_dir": str(tmp_path / "outbox")},
         "notify": {"channels": [{"name": "hook", "type": "webhook", "url": "http://127.0.0.1:9/x"}],
                    "policy": {"default": "on_failure"}},
         "accounting": base,
-    }
+    })
 
 
 def epilog_report(settings, job_id, *, exit_status="0:0", run=0, log=""):
@@ -162,14 +162,14 @@ def test_placeholder_and_fresh_runs_wait_for_the_next_pass(tmp_path):
     p2 = refine.refine_pass(s, now=T_END + 30, fetch=fetch, deliver=False)
     assert "9" in p2.deferred and "1" in p2.confirmed
     assert "refined_from" not in stored(s, "9")["classification"]
-    st = refine.read_state(refine.state_file_of(s))
+    st = refine.read_state(s.accounting_state_file)
     assert "9" in st["deferred"]
     # The next window still reaches back to job 9's end although last_until moved on.
     fetch.rows = ROWS + final
     p3 = refine.refine_pass(s, now=T_END + 4000, fetch=fetch, deliver=False)
     assert p3.since <= parse_time(end9)
     assert stored(s, "9")["classification"]["category"] == "timeout_walltime"
-    assert "9" not in refine.read_state(refine.state_file_of(s))["deferred"]
+    assert "9" not in refine.read_state(s.accounting_state_file)["deferred"]
 
 
 def test_report_written_after_the_pass_is_refined_without_another_sacct_call(tmp_path):
@@ -203,7 +203,7 @@ def test_designated_node_and_lock(tmp_path):
     s = settings_for(tmp_path, designated_node="ctl1")
     fetch = CountingFetch(ROWS)
     assert "designated" in refine.refine_pass(s, node="gpu7", now=T_END, fetch=fetch).skipped
-    lock = refine._Lock(refine.state_file_of(s) + ".lock")
+    lock = refine._Lock(s.accounting_state_file + ".lock")
     assert lock.acquire()
     try:
         assert "another" in refine.refine_pass(s, node="ctl1", now=T_END, fetch=fetch).skipped
@@ -253,7 +253,7 @@ def test_refined_after_the_mail_went_out_is_recorded_not_mailed_twice(tmp_path):
     s = settings_for(tmp_path)
     rep = epilog_report(s, "5", exit_status="0:0")
     # The epilog thought it a success; say the admin policy mails always.
-    s["notify"]["policy"] = {"default": "always"}
+    s = testing.settings(s, **{"notify.policy.default": "always"})
     keys = [k for k, v in queue_like_the_epilog(s, rep).items() if v == "queued"]
     box = Outbox(str(tmp_path / "outbox"))
     box.flush(lambda it, left: None, budget_s=5, now=lambda: T_END + 1)
@@ -393,7 +393,7 @@ def test_the_pass_reads_a_stream_and_a_late_sacct_failure_keeps_what_was_done(tm
     p1 = refine.refine_pass(s, now=T_END + 60, fetch=cut_off, deliver=False)
     assert p1.errors == ["sacct: sacct: timed out after 30.0s"] and len(consumed) == len(ROWS) + 4100
     assert stored(s, "4")["classification"]["category"] == "timeout_walltime"  # refined from the stream
-    st = refine.read_state(refine.state_file_of(s))
+    st = refine.read_state(s.accounting_state_file)
     assert "4" in st["refined"] and "last_until" not in st
     # The next pass reads the same window again and does not refine "4" twice.
     p2 = refine.refine_pass(s, now=T_END + 120, fetch=CountingFetch(ROWS), deliver=False)
@@ -407,10 +407,10 @@ def test_runs_without_a_report_cost_no_state_once_past_report_wait(tmp_path):
     s = settings_for(tmp_path, interval_s=10.0, report_wait_s=60.0)
     p = refine.refine_pass(s, now=T_END + 3600, fetch=CountingFetch(ROWS), deliver=False)
     assert p.no_report_count == p.runs_seen - len(p.deferred) > 0
-    assert refine.read_state(refine.state_file_of(s))["waiting"] == {}
+    assert refine.read_state(s.accounting_state_file)["waiting"] == {}
     s2 = settings_for(tmp_path / "b", interval_s=10.0, report_wait_s=900.0)
     p = refine.refine_pass(s2, now=T_END + 60, fetch=CountingFetch(ROWS), deliver=False)
-    assert set(refine.read_state(refine.state_file_of(s2))["waiting"]) == set(p.no_report)
+    assert set(refine.read_state(s2.accounting_state_file)["waiting"]) == set(p.no_report)
 
 
 def test_no_report_examples_are_capped_and_counted(tmp_path, monkeypatch):

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from gcm_checks import slurm
+from gcm_checks import slurm, testing
 from gcm_checks.proc import run as proc_run
 
 pytestmark = pytest.mark.slurm
@@ -172,7 +172,7 @@ def test_one_pass_refines_every_kind_of_job_end(ended):
     # slurmdbd shows a placeholder row for ~1 s after a job ends; settle_s is 2 s.
     time.sleep(3.0)
     dbd_before = _dbd_job_queries(c)
-    summary = refine_pass(settings, fetch=fetch, deliver=False)
+    summary = refine_pass(testing.settings(settings), fetch=fetch, deliver=False)
     # slurmdbd saw exactly one job query for the whole pass.
     assert _dbd_job_queries(c) == dbd_before + 1
     assert summary.ran and summary.errors == [], summary.to_dict()
@@ -205,7 +205,7 @@ def test_one_pass_refines_every_kind_of_job_end(ended):
     assert "FAILED exit 5:0" in ev
     # Called again at once (EpilogSlurmctld per job end): no second sacct call.
     for _ in range(5):
-        again = refine_pass(settings, fetch=fetch, deliver=False)
+        again = refine_pass(testing.settings(settings), fetch=fetch, deliver=False)
         assert not again.ran and len(calls) == 1
     assert _dbd_job_queries(c) == dbd_before + 1
 
@@ -243,7 +243,7 @@ def test_why_for_a_job_gcm_never_saw_and_unknown_jobs(ended):
     other = dict(settings, report=dict(settings["report"], report_dir=f"{c.root}/empty-reports"))
     from gcm_checks.accounting.diagnose import explain
 
-    doc = explain(jobs["timeout"], other, sacct_job=lambda j: slurm.sacct_job(j, env=c.env),
+    doc = explain(jobs["timeout"], testing.settings(other), sacct_job=lambda j: slurm.sacct_job(j, env=c.env),
                   show_job=lambda j: c.job(j))
     assert doc["classification"]["category"] == "timeout_walltime" and doc["sources"]["report"] == "none"
 

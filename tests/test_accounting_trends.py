@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gcm_checks import slurm
+from gcm_checks import slurm, testing
 from gcm_checks.accounting import trends
 from gcm_checks.accounting.diagnose import failure_trends, parse_since
 from gcm_checks.accounting.judge import classify_run
@@ -91,7 +91,7 @@ def test_failure_trends_is_one_sacct_call_and_marks_sources(tmp_path):
         calls.append(kw)
         return ROWS
 
-    s = {"state_dir": str(tmp_path), "report": {"report_dir": str(tmp_path / "r")}}
+    s = testing.settings(state_dir=str(tmp_path), report={"report_dir": str(tmp_path / "r")})
     since, until = parse_time("2026-11-30T00:00:00"), parse_time("2026-11-30T03:00:00")
     doc = failure_trends(s, since=since, until=until, partition="debug", fetch=fetch)
     assert len(calls) == 1 and calls[0]["partition"] == "debug"

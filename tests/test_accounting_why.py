@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gcm_checks import slurm
+from gcm_checks import slurm, testing
 from gcm_checks.accounting.diagnose import explain, log_paths, record_from_scontrol, render_why
 from gcm_checks.report import write_report
 from gcm_checks.report.build import build_report
@@ -36,8 +36,8 @@ def gone(job_id):
 
 
 def settings(tmp_path):
-    return {"state_dir": str(tmp_path / "st"),
-            "report": {"report_dir": str(tmp_path / "reports"), "spool_dir": str(tmp_path / "spool")}}
+    return testing.settings({"state_dir": str(tmp_path / "st"),
+                             "report": {"report_dir": str(tmp_path / "reports"), "spool_dir": str(tmp_path / "spool")}})
 
 
 def scontrol_job(job_id, state, out, **kw):
@@ -171,10 +171,10 @@ def test_why_as_root_reads_the_users_own_log_but_never_follows_their_symlink(ope
     def job(j, path):
         return scontrol_job(j, "FAILED", str(path), UserId="mallory(4242)", GroupId="mallory(4242)", ExitCode="1:0")
 
-    ok = explain("8", {"state_dir": str(open_dir)}, sacct_job=sacct_for([]), show_job=lambda j: job("8", own))
+    ok = explain("8", testing.settings(state_dir=str(open_dir)), sacct_job=sacct_for([]), show_job=lambda j: job("8", own))
     assert ok["sources"]["logs"][0]["read"] is True
     assert ok["classification"]["category"] == "software_exception"
-    bad = explain("9", {"state_dir": str(open_dir)}, sacct_job=sacct_for([]), show_job=lambda j: job("9", link))
+    bad = explain("9", testing.settings(state_dir=str(open_dir)), sacct_job=sacct_for([]), show_job=lambda j: job("9", link))
     assert bad["sources"]["logs"][0]["read"] is False and "symlink" in bad["sources"]["logs"][0]["note"]
     assert "leaked" not in json.dumps(bad)
     assert bad["classification"]["category"] == "unknown"

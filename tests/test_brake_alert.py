@@ -10,7 +10,7 @@ import os
 import pytest
 
 from gcm_checks import brake, notify
-from gcm_checks.notify.config import NotifySettings
+from gcm_checks.config import ConfigError
 from gcm_checks.slurm.parse import CensusEntry, NodeInfo
 from gcm_checks.slurm.reasons import make_drain_reason
 from gcm_checks.testing import MemoryBackend
@@ -136,13 +136,15 @@ def test_smtp_alert_goes_to_admin_addresses_only_and_needs_them(tmp_path, hook):
 
 
 def test_admin_routes_default_to_admin_channels_and_names_are_checked():
-    ns = NotifySettings.from_mapping({"channels": [{"name": "u", "type": "webhook", "url": "http://x"},
-                                                   {"name": "ops", "type": "slack", "url": "http://y", "when": "on_failure"}]})
+    ns = make_settings(notify={"channels": [{"name": "u", "type": "webhook", "url": "http://x"},
+                                            {"name": "ops", "type": "slack", "url": "http://y", "when": "on_failure"}]}).notify
     assert [c.name for c in ns.admin_routes()] == ["ops"]
     with pytest.raises(ValueError, match="not a channel"):
-        NotifySettings.from_mapping({"channels": [], "admin": {"channels": ["nope"]}})
-    with pytest.raises(ValueError, match="unknown key"):
-        NotifySettings.from_mapping({"admin": {"recipients": ["a@b"]}})
+        make_settings(notify={"channels": [], "admin": {"channels": ["nope"]}}).notify.admin_routes()
+    with pytest.raises(ConfigError, match="notify.admin.recipients"):
+        make_settings(notify={"admin": {"recipients": ["a@b"]}})
+    with pytest.raises(ConfigError, match="notify.admin.to"):
+        make_settings(notify={"admin": {"to": [3]}})
 
 
 def test_no_admin_channel_means_no_marker_and_no_slurm_write(tmp_path, hook):

@@ -86,8 +86,8 @@ def test_node_sections_hostlist_glob_regex_later_wins(tmp_path, node, count):
             set: {gpu: {count: 0}}
     """)
     s = config.load(path, node)
-    assert s.get("gpu.count") == count
-    assert s.get("gpu.nvml_timeout_s") == 2.0  # untouched defaults survive the merge
+    assert s.gpu.count == count
+    assert s.gpu.nvml_timeout_s == 2.0  # untouched defaults survive the merge
 
 
 def test_discovery_order(tmp_path, monkeypatch):

@@ -214,7 +214,7 @@ def test_every_read_problem_is_a_config_error_naming_the_file(tmp_path, kind):
         config.parse_file(str(c))
     assert str(c) in str(e.value)
     s, err = config.load_or_defaults(str(c), "node1")
-    assert err is not None and s.get("report_only") is True and s.config_error
+    assert err is not None and s.report_only is True and s.config_error
 
 
 def test_discovered_config_that_is_a_directory_is_an_error_not_defaults(tmp_path):
@@ -229,9 +229,9 @@ def test_broken_config_keeps_the_admins_log_and_metrics_locations(tmp_path):
                  "gpu: {count: eight}\n")
     s, err = config.load_or_defaults(str(c), "node1")
     assert err.key == "gpu.count"
-    assert s.get("log_path") == f"{tmp_path}/my.log" and s.get("state_dir") == f"{tmp_path}/st"
-    assert s.get("telemetry.prometheus_textfile_dir") == f"{tmp_path}/p"
-    assert s.get("gpu.count") is None and s.get("report_only") is True
+    assert s.log_path == f"{tmp_path}/my.log" and s.state_dir == f"{tmp_path}/st"
+    assert s.telemetry.prometheus_textfile_dir == f"{tmp_path}/p"
+    assert s.gpu.count is None and s.report_only is True
 
 
 def test_config_check_warns_when_the_budget_cannot_hold_a_gpu_deadline(tmp_path):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from gcm_checks import report
+from gcm_checks import report, testing
 from test_notify_delivery import CLS, EVIDENCE, make_job
 
 REPO = Path(__file__).resolve().parent.parent
@@ -44,7 +44,8 @@ def test_health_delivers_queued_notifications(tmp_path):
                                  "timeout_s": 5}],
                    "handoff": "queue", "budget_s": 10.0, "policy": {"default": "always"}},
     }
-    out = report.assemble_and_notify(make_job(base), settings, node="node1", budget_s=5, evidence=EVIDENCE, classification=CLS)
+    out = report.assemble_and_notify(make_job(base), testing.settings(settings), node="node1", budget_s=5,
+                                     evidence=EVIDENCE, classification=CLS)
     assert out["delivery"] == "queued" and not Hook.got  # the epilog queued it and moved on
     cfg = tmp_path / "gcm.yaml"
     cfg.write_text(yaml.safe_dump(settings))

@@ -11,7 +11,6 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Dict
 
 import pytest
 
@@ -30,18 +29,6 @@ def _ctx(settings=None, sim=None, remaining=600.0, **extra):
     seconds of budget; a ``sim`` scenario is injected as its sources, as for a
     simulated node."""
     return testing.context(testing.settings(settings), sim=sim, budget_s=remaining, **extra)
-
-
-class _InvalidSettings:
-    """Settings a valid file cannot produce (``dcgm.level`` outside its
-    choices, which ``testing.settings`` rejects like a real file): what the
-    gatherer does when our own validation was bypassed."""
-
-    def __init__(self, data: Dict[str, Any]):
-        self.data = data
-
-    def get(self, dotted: str, default: Any = None) -> Any:
-        return self.data.get(dotted, default)
 
 
 def _fixture(name: str) -> str:
@@ -367,9 +354,8 @@ def test_no_time_left_is_unknown():
 
 
 def test_invalid_level_is_unknown():
-    ctx = _ctx(sim={"dcgm_diag": _fixture("v4_fail_gpu1_gpu7.json")})
-    ctx.settings = _InvalidSettings({"dcgm.level": 7})
-    report = gather_dcgm(ctx)
+    # A config cannot say 7 (the schema's choices); the runner's override can.
+    report = gather_dcgm(_ctx(sim={"dcgm_diag": _fixture("v4_fail_gpu1_gpu7.json")}, dcgm_level=7))
     assert not report.ok and "invalid DCGM diag level" in report.problem
 
 

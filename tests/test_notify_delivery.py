@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
-from gcm_checks import notify, proc, report
+from gcm_checks import notify, proc, report, testing
 from gcm_checks.report.model import JobInfo
 
 aiosmtpd = pytest.importorskip("aiosmtpd")
@@ -189,7 +189,7 @@ def cli(base, settings, *args):
 def test_mail_delivered_over_starttls_with_auth(base, relay, cert):
     relay.start()
     s = make_settings(base, relay, cert)
-    out = report.assemble_and_notify(make_job(base), s, node="node1", budget_s=10, evidence=EVIDENCE, classification=CLS)
+    out = report.assemble_and_notify(make_job(base), testing.settings(s), node="node1", budget_s=10, evidence=EVIDENCE, classification=CLS)
     assert out["delivery"]["sent"] == ["c1/501/email"], out
     [m] = relay.messages
     assert m["tls"] and m["auth"] and m["rcpt"] == ["alice@uni.example"]
@@ -213,7 +213,7 @@ def test_message_id_domain_is_configurable(base, relay, cert):
     relay.start()
     s = make_settings(base, relay, cert)
     s["notify"]["channels"][0]["message_id_domain"] = "mail.cluster.example"
-    report.assemble_and_notify(make_job(base), s, node="node1", budget_s=10, evidence=EVIDENCE, classification=CLS)
+    report.assemble_and_notify(make_job(base), testing.settings(s), node="node1", budget_s=10, evidence=EVIDENCE, classification=CLS)
     [m] = relay.messages
     assert m["msg"]["Message-ID"].endswith("@mail.cluster.example>")
 
@@ -221,10 +221,10 @@ def test_message_id_domain_is_configurable(base, relay, cert):
 def test_relay_down_then_flush_delivers_exactly_once(base, relay, cert):
     s = make_settings(base, relay, cert)
     # Relay down: the epilog-side call returns normally, the mail waits.
-    out = report.assemble_and_notify(make_job(base), s, node="node1", budget_s=5, evidence=EVIDENCE, classification=CLS)
+    out = report.assemble_and_notify(make_job(base), testing.settings(s), node="node1", budget_s=5, evidence=EVIDENCE, classification=CLS)
     assert out["assembled"] and "error" not in out
     assert out["delivery"]["sent"] == [] and len(out["delivery"]["failed"]) == 1
-    assert notify.outbox_for(s).counts() == {"pending": 1, "sent": 0, "dead": 0}
+    assert notify.outbox_for(testing.settings(s)).counts() == {"pending": 1, "sent": 0, "dead": 0}
     # A flush while it is still down: exit status 0, still pending, not lost.
     r = cli(base, s, "flush", "--now", "--json")
     assert r.returncode == 0, r.stderr
@@ -249,8 +249,9 @@ import sys
 from gcm_checks.report import assemble_and_notify
 from gcm_checks.report.model import JobInfo
 from gcm_checks.result import failed, verdict, Status
+from gcm_checks import testing
 import json
-settings, job = json.loads(sys.argv[1]), JobInfo.from_dict(json.loads(sys.argv[2]))
+settings, job = testing.settings(json.loads(sys.argv[1])), JobInfo.from_dict(json.loads(sys.argv[2]))
 results = [failed("gpu.xid", "XID 79 on GPU 3")]
 code = 1 if verdict(results) is Status.FAIL else 0   # decided before notification
 assemble_and_notify(job, settings, node="node1", budget_s=3, evidence={"results": results}, classification=None)
@@ -270,12 +271,12 @@ def test_exit_status_does_not_depend_on_relay(base, relay, cert):
         codes.append(r.returncode)
     assert codes == [1, 1]
     assert len(relay.messages) == 1  # only the second job's mail, sent inline
-    assert notify.outbox_for(s).counts()["pending"] == 1  # the first waits for a flush
+    assert notify.outbox_for(testing.settings(s)).counts()["pending"] == 1  # the first waits for a flush
 
 
 def test_webhooks_generic_and_slack(base, hook):
     s = make_settings(base, hook=hook)
-    out = report.assemble_and_notify(make_job(base), s, node="node1", budget_s=10, evidence=EVIDENCE, classification=CLS)
+    out = report.assemble_and_notify(make_job(base), testing.settings(s), node="node1", budget_s=10, evidence=EVIDENCE, classification=CLS)
     assert sorted(out["delivery"]["sent"]) == ["c1/501/chat", "c1/501/siem"]
     by_path = {r["path"]: r for r in hook.requests}
     generic = by_path["/gcm"]
@@ -293,12 +294,12 @@ def test_webhooks_generic_and_slack(base, hook):
 def test_webhook_error_retried_then_delivered_once(base, hook):
     hook.status = 500
     s = make_settings(base, hook=hook)
-    out = report.assemble_and_notify(make_job(base), s, node="node1", budget_s=10, evidence=EVIDENCE, classification=CLS)
+    out = report.assemble_and_notify(make_job(base), testing.settings(s), node="node1", budget_s=10, evidence=EVIDENCE, classification=CLS)
     assert {f["error"] for f in out["delivery"]["failed"]} == {"siem: HTTP 500 Internal Server Error", "chat: HTTP 500 Internal Server Error"}
     hook.status = 200
     n_before = len(hook.requests)
-    assert sorted(notify.flush(s, force=True).sent) == ["c1/501/chat", "c1/501/siem"]
-    assert notify.flush(s, force=True).sent == []
+    assert sorted(notify.flush(testing.settings(s), force=True).sent) == ["c1/501/chat", "c1/501/siem"]
+    assert notify.flush(testing.settings(s), force=True).sent == []
     assert len(hook.requests) == n_before + 2
 
 
@@ -313,7 +314,7 @@ def test_webhook_error_retried_then_delivered_once(base, hook):
 )
 def test_policy_decides_what_is_queued(base, hook, job_kw, expected):
     s = make_settings(base, hook=hook, handoff="queue")
-    out = report.assemble_and_notify(make_job(base, **job_kw), s, node="node1", budget_s=5, evidence={})
+    out = report.assemble_and_notify(make_job(base, **job_kw), testing.settings(s), node="node1", budget_s=5, evidence={})
     assert out["queued"] == expected
     assert hook.requests == []  # handoff=queue: nothing sent by the epilog
 
@@ -321,7 +322,7 @@ def test_policy_decides_what_is_queued(base, hook, job_kw, expected):
 def test_admin_channel_ignores_user_opt_out(base, hook):
     s = make_settings(base, hook=hook, handoff="queue")
     s["notify"]["channels"][0]["when"] = "always"
-    out = report.assemble_and_notify(make_job(base, extra="gcm:notify=never", state="COMPLETED", exit_status="0:0"), s,
+    out = report.assemble_and_notify(make_job(base, extra="gcm:notify=never", state="COMPLETED", exit_status="0:0"), testing.settings(s),
                                      node="node1", budget_s=5, evidence={})
     assert out["queued"] == {"c1/501/siem": "queued", "c1/501/chat": "not wanted (policy)"}
 
@@ -329,7 +330,7 @@ def test_admin_channel_ignores_user_opt_out(base, hook):
 def test_no_address_means_no_mail_but_a_report(base, relay, cert):
     s = make_settings(base, relay, cert)
     s["notify"]["email"] = {}
-    out = report.assemble_and_notify(make_job(base), s, node="node1", budget_s=5, evidence={})
+    out = report.assemble_and_notify(make_job(base), testing.settings(s), node="node1", budget_s=5, evidence={})
     assert out["queued"] == {"c1/501/email": "no e-mail address for user"}
     assert os.path.exists(out["paths"]["report.json"])
 
@@ -365,11 +366,11 @@ def test_detached_handoff_leaves_epilog_and_keeps_mail(base, cert):
         relay = type("R", (), {"port": hole.port})()
         s = make_settings(base, relay, cert, handoff="detach", budget_s=2.0)
         s["notify"]["channels"][0]["timeout_s"] = 1.0
-        out = report.assemble_and_notify(make_job(base), s, node="node1", budget_s=1, evidence={}, classification=CLS)
+        out = report.assemble_and_notify(make_job(base), testing.settings(s), node="node1", budget_s=1, evidence={}, classification=CLS)
         pid = out["delivery"]["detached_pid"]
         assert isinstance(pid, int) and pid > 0
         # The epilog is back while the detached sender still waits on the relay.
-        assert notify.outbox_for(s).counts()["pending"] == 1
+        assert notify.outbox_for(testing.settings(s)).counts()["pending"] == 1
         for _ in range(300):  # it ends within its own budget (+ SIGALRM backstop)
             try:
                 os.kill(pid, 0)
@@ -378,7 +379,7 @@ def test_detached_handoff_leaves_epilog_and_keeps_mail(base, cert):
             time.sleep(0.05)
         else:
             pytest.fail("detached sender outlived its budget")
-        [item] = list(notify.outbox_for(s).items("pending"))
+        [item] = list(notify.outbox_for(testing.settings(s)).items("pending"))
         assert item["attempts"] == 1 and item["last_error"]
     finally:
         hole.close()
@@ -386,7 +387,7 @@ def test_detached_handoff_leaves_epilog_and_keeps_mail(base, cert):
 
 def test_cli_report_and_show(base, hook):
     s = make_settings(base, hook=hook, handoff="queue")
-    report.assemble_and_notify(make_job(base), s, node="node1", budget_s=5, evidence=EVIDENCE, classification=CLS)
+    report.assemble_and_notify(make_job(base), testing.settings(s), node="node1", budget_s=5, evidence=EVIDENCE, classification=CLS)
     r = cli(base, s, "report", "501")
     assert r.returncode == 0 and "gpu_hardware" in r.stdout
     r = cli(base, s, "report", "501", "--format", "json")

@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from gcm_checks.notify import NotifySettings
+from gcm_checks import testing
+from gcm_checks.config import ConfigError
 from gcm_checks.notify.outbox import Outbox, backoff_s, file_name
 from gcm_checks.notify.policy import job_choice, recipients, resolve_policy, should_send
 from gcm_checks.report.model import JobInfo
@@ -56,7 +57,7 @@ POLICY = {
 def test_resolve_policy(job_kw, cfg_extra, expected):
     cfg = json.loads(json.dumps(POLICY))
     cfg["policy"].update(cfg_extra)
-    ns = NotifySettings.from_mapping(cfg)
+    ns = testing.settings(notify=cfg).notify
     job = JobInfo("1", **{"user": "alice", "partition": "gpu", "cluster": "c1", **job_kw})
     assert resolve_policy(ns, job) == expected
 
@@ -86,7 +87,7 @@ EMAIL = {"email": {"addresses": {"alice": "a.smith@uni.example"}, "domain_templa
     ],
 )
 def test_recipients(user, mail_user, cfg, expected):
-    ns = NotifySettings.from_mapping(cfg)
+    ns = testing.settings(notify=cfg).notify
     assert recipients(ns, JobInfo("1", user=user, mail_user=mail_user)) == expected
 
 
@@ -94,16 +95,37 @@ def test_recipients(user, mail_user, cfg, expected):
     "cfg,error",
     [
         ({"policy": {"default": "sometimes"}}, "notify.policy.default"),
-        ({"channels": [{"name": "a", "type": "fax"}]}, "type"),
-        ({"channels": [{"type": "smtp"}]}, "required"),
-        ({"channels": [{"name": "a", "type": "smtp", "when": "maybe"}]}, "when"),
-        ({"handoff": "later"}, "handoff"),
-        ({"colour": "red"}, "colour"),
+        ({"policy": {"users": {"bob": "sometimes"}}}, "notify.policy.users.bob"),
+        ({"policy": {"defualt": "always"}}, "notify.policy.defualt"),
+        ({"email": {"adresses": {}}}, "notify.email.adresses"),
+        ({"handoff": "later"}, "notify.handoff"),
+        ({"colour": "red"}, "notify.colour"),
     ],
 )
-def test_bad_config_is_named(cfg, error):
+def test_bad_notify_config_is_a_config_error_naming_the_key(cfg, error):
+    with pytest.raises(ConfigError, match=error):
+        testing.settings(notify=cfg)
+
+
+@pytest.mark.parametrize(
+    "channels,error",
+    [
+        ([{"name": "a", "type": "fax"}], "type"),
+        ([{"type": "smtp"}], "required"),
+        ([{"name": "a", "type": "smtp", "when": "maybe"}], "when"),
+        ([{"name": "a", "type": "smtp", "colour": "red"}], "colour"),
+    ],
+)
+def test_bad_channel_is_named_when_delivery_reads_the_channels(channels, error):
+    s = testing.settings(notify={"channels": channels})  # loads: a bad channel never stops the checks
     with pytest.raises(ValueError, match=error):
-        NotifySettings.from_mapping(cfg)
+        s.notify.channels
+
+
+def test_channels_are_parsed_once_per_run():
+    s = testing.settings(notify={"channels": [{"name": "m", "type": "smtp", "port": 587}]})
+    assert s.notify.channels is s.notify.channels
+    assert s.notify.channel("m").port == 587 and s.notify.channel("x") is None
 
 
 @pytest.mark.parametrize("attempts,expected", [(1, 60), (2, 120), (3, 240), (7, 3600), (30, 3600)])

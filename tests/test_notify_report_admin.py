@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from gcm_checks import testing
 from gcm_checks.commands.notify import _report
 from gcm_checks.report import report_paths, write_report
 from gcm_checks.report.build import build_report
@@ -16,8 +17,8 @@ from gcm_checks.report.model import JobInfo
 
 
 def _settings(tmp_path):
-    return {"state_dir": str(tmp_path / "state"),
-            "report": {"report_dir": str(tmp_path / "reports"), "spool_dir": str(tmp_path / "spool")}}
+    return testing.settings({"state_dir": str(tmp_path / "state"),
+                             "report": {"report_dir": str(tmp_path / "reports"), "spool_dir": str(tmp_path / "spool")}})
 
 
 def _args(job):

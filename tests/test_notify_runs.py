@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from gcm_checks import testing
 from gcm_checks.notify import Outbox
 from gcm_checks.wrapper import finish, notice
 from test_notify_delivery import Hook  # noqa: F401 - the real HTTP server
@@ -28,13 +29,13 @@ STATUS = {
 
 
 def settings(tmp_path, hook, outbox=None):
-    return {
+    return testing.settings({
         "report": {"outbox_dir": outbox or str(tmp_path / "outbox"), "report_dir": str(tmp_path / "reports")},
         "notify": {"channels": [
             {"name": "user-hook", "type": "webhook", "url": hook.url + "/u", "timeout_s": 5},
             {"name": "ops", "type": "slack", "url": hook.url + "/ops", "when": "always", "timeout_s": 5},
         ]},
-    }
+    })
 
 
 def test_run_report_delivered_once_and_not_to_admin_channels(tmp_path, hook):

@@ -3,14 +3,14 @@ a failed sweep is handed back in the summary and the CLI says it."""
 
 from __future__ import annotations
 
-from gcm_checks import notify
+from gcm_checks import notify, testing
 
 
 def _settings(tmp_path):
-    return {"state_dir": str(tmp_path / "state"),
-            "report": {"report_dir": str(tmp_path / "reports"), "spool_dir": str(tmp_path / "spool"),
-                       "outbox_dir": str(tmp_path / "outbox")},
-            "notify": {"channels": [{"name": "hook", "type": "webhook", "url": "http://127.0.0.1:9/x"}]}}
+    return testing.settings({"state_dir": str(tmp_path / "state"),
+                             "report": {"report_dir": str(tmp_path / "reports"), "spool_dir": str(tmp_path / "spool"),
+                                        "outbox_dir": str(tmp_path / "outbox")},
+                             "notify": {"channels": [{"name": "hook", "type": "webhook", "url": "http://127.0.0.1:9/x"}]}})
 
 
 def test_a_failed_sweep_is_in_the_summary_not_on_stderr(tmp_path, capsys):

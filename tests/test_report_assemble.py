@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 
-from gcm_checks import report
+from gcm_checks import report, testing
 from gcm_checks.report import build, render, spool
 from gcm_checks.report.model import JobInfo
 from gcm_checks.result import failed, passed
@@ -34,10 +34,10 @@ def base():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def settings_for(base: str, **report_kw) -> dict:
+def settings_for(base: str, **report_kw):
     r = {"spool_dir": f"{base}/spool", "report_dir": f"{base}/reports", "outbox_dir": f"{base}/outbox"}
     r.update(report_kw)
-    return {"report": r, "notify": {"channels": []}}
+    return testing.settings(report=r, notify={"channels": []})
 
 
 def user_dir(base: str) -> str:
@@ -165,7 +165,7 @@ def test_log_budget_is_said_out_loud(base, size, per_file, total, expect_note):
     s = settings_for(base, log_tail_bytes=per_file, log_total_bytes=total)
     job = make_job(base)
     user_file(job.stdout, ((b"x" * 99 + b"\n") * (size // 100 + 1))[:size])
-    logs = build.collect_logs(job, report.ReportSettings.coerce(s))
+    logs = build.collect_logs(job, s.report)
     assert logs[0]["size"] == size
     assert logs[0]["shown_bytes"] <= per_file
     assert logs[0]["truncated"] is bool(expect_note)
@@ -179,7 +179,7 @@ def test_total_budget_spent_names_the_file(base):
     job = make_job(base, stderr=os.path.join(user_dir(base), "err.log"))
     user_file(job.stdout, b"o" * 5000)
     user_file(job.stderr, b"e" * 5000)
-    logs = build.collect_logs(job, report.ReportSettings.coerce(s))
+    logs = build.collect_logs(job, s.report)
     assert logs[0]["shown_bytes"] == 1000
     assert logs[1]["shown_bytes"] == 0
     assert "budget spent" in logs[1]["note"] and job.stderr in logs[1]["note"]
@@ -263,8 +263,8 @@ def test_workdir_symlinked_to_etc_gets_nothing(base):
 
 
 def test_assemble_and_notify_never_raises(base):
-    s = settings_for(base)
-    s["notify"] = {"channels": [{"name": "x", "type": "smtp", "bogus": 1}]}  # broken config
+    s = testing.settings(report=settings_for(base).report.as_dict(),
+                         notify={"channels": [{"name": "x", "type": "smtp", "bogus": 1}]})  # broken channel
     job = make_job(base)
     out = report.assemble_and_notify(job, s, node="node1", budget_s=1.0, evidence={})
     assert "error" in out and "bogus" in out["error"]
@@ -296,7 +296,7 @@ def test_unknown_job_uid_means_logs_are_not_read_as_root(base):
     s = settings_for(base)
     job = make_job(base, uid=None, gid=None)
     user_file(job.stdout, b"anything\n")
-    logs = build.collect_logs(job, report.ReportSettings.coerce(s))
+    logs = build.collect_logs(job, s.report)
     assert logs[0]["text"] == "" and "job uid unknown" in logs[0]["note"]
 
 

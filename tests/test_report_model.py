@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gcm_checks.report.model import JobInfo, ReportSettings, expand_stdio
+from gcm_checks.report.model import JobInfo, expand_stdio
 
 BASE = {
     "SLURM_JOB_ID": "42",
@@ -75,29 +75,18 @@ def test_expand_stdio(pattern, expected):
     assert expand_stdio(pattern, job_id="7", user="u", name="n", node="h") == expected
 
 
-@pytest.mark.parametrize(
-    "settings,spool",
-    [
-        (None, ReportSettings().spool_dir),
-        ({"spool_dir": "/a"}, "/a"),
-        ({"report": {"spool_dir": "/b"}, "notify": {}}, "/b"),
-        (ReportSettings(spool_dir="/c"), "/c"),
-    ],
-)
-def test_settings_coerce(settings, spool):
-    assert ReportSettings.coerce(settings).spool_dir == spool
-
-
-def test_settings_from_lead_config(tmp_path):
+def test_report_section_from_a_config_file(tmp_path):
     from gcm_checks import config
 
     p = tmp_path / "c.yaml"
     p.write_text("report: {spool_dir: /shared/spool, log_tail_bytes: 10}\n")
-    s = config.load(str(p), node="n1")
-    rs = ReportSettings.coerce(s)
-    assert (rs.spool_dir, rs.log_tail_bytes) == ("/shared/spool", 10)
+    rs = config.load(str(p), node="n1").report
+    assert (rs.spool_dir, rs.log_tail_bytes, rs.log_total_bytes) == ("/shared/spool", 10, 262144)
 
 
 def test_unknown_key_is_an_error():
-    with pytest.raises(ValueError, match="spool_dirr"):
-        ReportSettings.from_mapping({"spool_dirr": "/x"})
+    from gcm_checks import testing
+    from gcm_checks.config import ConfigError
+
+    with pytest.raises(ConfigError, match="report.spool_dirr"):
+        testing.settings(report={"spool_dirr": "/x"})

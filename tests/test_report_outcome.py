@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from gcm_checks import notify, report
+from gcm_checks import notify, report, testing
 from gcm_checks.accounting import refine
 from gcm_checks.accounting.records import JobRecord
 from gcm_checks.report import build, render
@@ -124,7 +124,8 @@ def test_gcm_run_progress_reaches_the_report(tmp_path):
         json.dump({"progress": {"step": 40, "total": 100, "percent": 40.0, "loss": 2.31},
                    "alerts": [{"kind": "stalled", "message": "no progress for 30 min at step 40"}],
                    "exit": {"code": 1, "signal": None}, "log": "/scratch/train.log"}, f)
-    s = {"report": {"spool_dir": str(tmp_path / "sp"), "report_dir": str(tmp_path / "rp"), "outbox_dir": str(tmp_path / "ob")}}
+    s = testing.settings(report={"spool_dir": str(tmp_path / "sp"), "report_dir": str(tmp_path / "rp"),
+                                 "outbox_dir": str(tmp_path / "ob")})
     report.contribute(job, "node2", {}, s)
     done = report.assemble(job, s, node="node2", classification={"category": "unknown"})
     assert done.report["run"] == run_section(json.load(open(path)))
@@ -136,10 +137,11 @@ def test_gcm_run_progress_reaches_the_report(tmp_path):
 
 
 def _settings(tmp_path, policy="on_failure"):
-    return {"state_dir": str(tmp_path / "st"),
-            "report": {"spool_dir": str(tmp_path / "sp"), "report_dir": str(tmp_path / "rp"), "outbox_dir": str(tmp_path / "ob")},
-            "notify": {"channels": [{"name": "hook", "type": "webhook", "url": "http://127.0.0.1:9/x"}],
-                       "policy": {"default": policy}}}
+    return testing.settings({
+        "state_dir": str(tmp_path / "st"),
+        "report": {"spool_dir": str(tmp_path / "sp"), "report_dir": str(tmp_path / "rp"), "outbox_dir": str(tmp_path / "ob")},
+        "notify": {"channels": [{"name": "hook", "type": "webhook", "url": "http://127.0.0.1:9/x"}],
+                   "policy": {"default": policy}}})
 
 
 def _epilog_report(s, cls, **job_kw):
@@ -221,7 +223,7 @@ def test_report_only_never_mails_a_user_about_our_findings(tmp_path):
 def test_epilog_knows_a_requeued_run(show, this_run, requeued):
     from gcm_checks.epilog import run_context
 
-    ctx = run_context({"report_only": False}, {"SLURM_JOB_GPUS": "0,3"}, show, this_run)
+    ctx = run_context(testing.settings(report_only=False), {"SLURM_JOB_GPUS": "0,3"}, show, this_run)
     assert bool(ctx.get("requeued")) is requeued and ctx["job_gpus"] == [0, 3] and ctx["report_only"] is False
 
 

@@ -4,19 +4,19 @@ report call holds the first delivery instead of sending it; with the default
 
 import time
 
-from gcm_checks import report
+from gcm_checks import report, testing
 from gcm_checks.accounting.refine import job_items
 from test_notify_delivery import CLS, EVIDENCE, make_job
 
 
 def settings(base, wait):
-    return {
+    return testing.settings({
         "report": {"spool_dir": f"{base}/spool", "report_dir": f"{base}/reports", "outbox_dir": f"{base}/outbox"},
         # a webhook nobody listens on: an attempt would fail and count
         "notify": {"channels": [{"name": "hook", "type": "webhook", "url": "http://127.0.0.1:9/x", "timeout_s": 1}],
                    "handoff": "inline", "budget_s": 5.0, "policy": {"default": "always"}},
         "accounting": {"notify_wait_s": wait},
-    }
+    })
 
 
 def test_held_for_refinement(tmp_path):

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from gcm_checks import slurm
+from gcm_checks import slurm, testing
 from gcm_checks.slurm.parse import NodeInfo, SlurmError
 from gcm_checks.testing import MemoryBackend
 
@@ -341,7 +341,7 @@ def test_dry_run_prints_and_records():
 def test_backend_from_settings(settings, dry, kind, tmp_path):
     if settings is None or "slurm.scontrol" not in settings:
         settings = dict(settings or {}, **{"slurm.scontrol": _fake_scontrol(tmp_path, "exit 0\n")})
-    be = slurm.backend_from_settings(settings, dry_run=dry, out=io.StringIO())
+    be = slurm.backend_from_settings(testing.settings(settings), dry_run=dry, out=io.StringIO())
     assert type(be).__name__ == kind
 
 
@@ -397,7 +397,7 @@ def test_pyslurm_settings_from_old_configs_mean_scontrol(monkeypatch, tmp_path):
 
     scontrol = _fake_scontrol(tmp_path, "exit 0\n")
     for kind in ("pyslurm", "auto"):
-        be = slurm.backend_from_settings({"slurm.backend": kind, "slurm.scontrol": scontrol}, log=Log())
+        be = slurm.backend_from_settings(testing.settings({"slurm.backend": kind, "slurm.scontrol": scontrol}), log=Log())
         assert type(be).__name__ == "ScontrolBackend"
     assert warned == [("slurm_backend_unsupported", {"backend": "pyslurm", "using": "scontrol", "see": "docs/slurm.md"})]
     assert not hasattr(slurm, "PyslurmBackend")
@@ -486,7 +486,7 @@ def test_json_extra_written_through_the_features_call(tmp_path):
 
 
 def test_extra_format_setting_travels_with_the_backend(tmp_path):
-    be = slurm.backend_from_settings({"slurm.extra_format": "json", "slurm.scontrol": _fake_scontrol(tmp_path, "exit 0\n")},
+    be = slurm.backend_from_settings(testing.settings({"slurm.extra_format": "json", "slurm.scontrol": _fake_scontrol(tmp_path, "exit 0\n")}),
                                      dry_run=True, out=io.StringIO())
     assert be.extra_format == "json"
     mem = MemoryBackend({"n1": NodeInfo("n1", "IDLE")})
@@ -495,4 +495,4 @@ def test_extra_format_setting_travels_with_the_backend(tmp_path):
     import json as _json
 
     assert _json.loads(mem.nodes["n1"].extra)["gcm_health"] == "ok"
-    assert slurm.backend_from_settings({"slurm.scontrol": "/nonexistent"}, out=io.StringIO()).extra_format == "auto"
+    assert slurm.backend_from_settings(testing.settings({"slurm.scontrol": "/nonexistent"}), out=io.StringIO()).extra_format == "auto"

@@ -86,7 +86,7 @@ def test_the_receiver_listens_where_gcm_checks_sends():
     # The settings' own example must stay a valid config.
     from gcm_checks.config import resolve
 
-    assert resolve({"telemetry": {"otlp_endpoint": documented_endpoint()}}, "n1").get("telemetry.otlp_endpoint")
+    assert resolve({"telemetry": {"otlp_endpoint": documented_endpoint()}}, "n1").telemetry.otlp_endpoint
 
 
 def test_resource_actions_and_exporter_settings_are_well_formed():

@@ -33,9 +33,9 @@ def test_settings_layers_defaults_file_and_sections():
     s = testing.settings({"gpu": {"count": 4, "temperature_max_c": 80},
                           "nodes": [{"match": "n[1-2]", "set": {"gpu": {"count": 2}}}]},
                          gpu={"temperature_max_c": 90})
-    assert (s.get("gpu.count"), s.get("gpu.temperature_max_c")) == (2, 90)
-    assert s.get("budget_s") == config.SCHEMA["budget_s"].default
-    assert testing.settings(node="other", gpu={"count": 4}).get("gpu.count") == 4
+    assert (s.gpu.count, s.gpu.temperature_max_c) == (2, 90)
+    assert s.budget_s == config.SCHEMA["budget_s"].default
+    assert testing.settings(node="other", gpu={"count": 4}).gpu.count == 4
 
 
 def test_settings_refuse_a_misspelt_key():

@@ -15,47 +15,48 @@ and nothing is imported until used.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 __all__ = ["refine_pass", "hold_notifications", "release_notifications", "explain", "failure_trends", "maybe_refine"]
 
 
-def refine_pass(settings: Any, **kw: Any) -> Any:
+def refine_pass(settings: "Settings", **kw: Any) -> Any:
     from gcm_checks.accounting.refine import refine_pass as f
 
     return f(settings, **kw)
 
 
-def hold_notifications(settings: Any, job_key: str, **kw: Any) -> Any:
+def hold_notifications(settings: "Settings", job_key: str, **kw: Any) -> Any:
     from gcm_checks.accounting.refine import hold_notifications as f
 
     return f(settings, job_key, **kw)
 
 
-def release_notifications(settings: Any, report: Any, **kw: Any) -> Any:
+def release_notifications(settings: "Settings", report: Any, **kw: Any) -> Any:
     from gcm_checks.accounting.refine import release_notifications as f
 
     return f(settings, report, **kw)
 
 
-def explain(job_id: str, settings: Any = None, **kw: Any) -> Any:
+def explain(job_id: str, settings: Optional["Settings"] = None, **kw: Any) -> Any:
     from gcm_checks.accounting.diagnose import explain as f
 
     return f(job_id, settings, **kw)
 
 
-def failure_trends(settings: Any = None, **kw: Any) -> Any:
+def failure_trends(settings: Optional["Settings"] = None, **kw: Any) -> Any:
     from gcm_checks.accounting.diagnose import failure_trends as f
 
     return f(settings, **kw)
 
 
-def maybe_refine(settings: Any, node: str) -> Any:
+def maybe_refine(settings: "Settings", node: str) -> Any:
     """Health-mode hook: a pass only on ``accounting.designated_node`` (and
     only when due); None elsewhere, at the cost of reading one config key."""
-    from gcm_checks.accounting.settings import AccountingSettings
-
-    acc = AccountingSettings.coerce(settings)
+    acc = settings.accounting
     if not acc.designated_node or acc.designated_node != node:
         return None
     return refine_pass(settings, node=node)

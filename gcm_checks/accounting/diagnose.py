@@ -11,12 +11,14 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from gcm_checks.accounting.records import JobRecord, fmt_duration, group_rows, parse_exit, parse_time
-from gcm_checks.accounting.settings import AccountingSettings
 # render_why moved to accounting/render.py; importable here as before.
 from gcm_checks.accounting.render import render_why  # noqa: F401
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 _JOB_ID = re.compile(r"^\d+(?:_\d+)?(?:\+\d+)?$")
 
@@ -25,33 +27,29 @@ SacctJob = Callable[[str], List[Dict[str, str]]]
 ShowJob = Callable[[str], Dict[str, str]]
 
 
-def _default_sacct_job(settings: Any) -> SacctJob:
+def _default_sacct_job(settings: Optional["Settings"]) -> SacctJob:
     from gcm_checks import slurm
 
-    acc = AccountingSettings.coerce(settings)
+    acc = _or_builtin(settings).accounting
     return lambda job_id: slurm.sacct_job(job_id, sacct=acc.sacct, timeout=acc.timeout_s)
 
 
-def _default_show_job(settings: Any) -> ShowJob:
+def _default_show_job(settings: Optional["Settings"]) -> ShowJob:
     from gcm_checks import slurm
 
-    timeout = float(_get(settings, "slurm.timeout_s", 5.0))
-    backend = slurm.ScontrolBackend(scontrol=_get(settings, "slurm.scontrol", None), timeout_s=timeout)
+    sl = _or_builtin(settings).slurm
+    backend = slurm.ScontrolBackend(scontrol=sl.scontrol, timeout_s=sl.timeout_s)
     return backend.show_job
 
 
-def _get(settings: Any, dotted: str, default: Any) -> Any:
-    if settings is None:
-        return default
-    if hasattr(settings, "get") and not isinstance(settings, Mapping):
-        v = settings.get(dotted)
-        return default if v is None else v
-    cur: Any = settings
-    for part in dotted.split("."):
-        if not isinstance(cur, Mapping) or part not in cur:
-            return default
-        cur = cur[part]
-    return default if cur is None else cur
+def _or_builtin(settings: Optional["Settings"]) -> "Settings":
+    """``why``/``failures`` called as a library without settings (tests) use
+    the built-in defaults for the sacct/scontrol calls and look for no report."""
+    if settings is not None:
+        return settings
+    from gcm_checks import config
+
+    return config.builtin()
 
 
 # --------------------------------------------------------------------------
@@ -175,7 +173,7 @@ def read_logs(
 
 def explain(
     job_id: str,
-    settings: Any = None,
+    settings: Optional["Settings"] = None,
     *,
     run: Optional[int] = None,
     sacct_job: Optional[SacctJob] = None,
@@ -242,7 +240,7 @@ def explain(
         gid = int(m.group(1))
     paths = log_paths(sc, record, report)
     logs, log_info = read_logs(paths, job_uid=uid, job_gid=gid, max_bytes=max_log_bytes,
-                               timeout=float(_get(settings, "report.read_timeout_s", 5.0)))
+                               timeout=_or_builtin(settings).report.read_timeout_s)
     sources["logs"] = log_info
     if not logs and report is not None:
         logs = report_logs(report)
@@ -310,7 +308,7 @@ def run_outcome(record: JobRecord, report: Optional[Mapping[str, Any]], cls: Map
     return dict(o.to_dict(), failed=o.mailed)
 
 
-def other_runs(settings: Any, records: Sequence[JobRecord], record: JobRecord) -> List[Dict[str, Any]]:
+def other_runs(settings: "Settings", records: Sequence[JobRecord], record: JobRecord) -> List[Dict[str, Any]]:
     """Every run of a requeued job, each with what happened to it, so ``why``
     can say "moved off node2 (faulty), then completed on node1"."""
     from gcm_checks.accounting.refine import find_report
@@ -330,22 +328,17 @@ def other_runs(settings: Any, records: Sequence[JobRecord], record: JobRecord) -
     return out
 
 
-def _spool_report(settings: Any, key: str) -> Optional[Dict[str, Any]]:
+def _spool_report(settings: "Settings", key: str) -> Optional[Dict[str, Any]]:
     """Node evidence from the report spool when no report was assembled yet."""
     try:
-        from gcm_checks.report.model import ReportSettings
         from gcm_checks.report.spool import read_contributions
 
-        contribs = read_contributions(ReportSettings.coerce(_plain(settings)).spool_dir, key)
+        contribs = read_contributions(settings.report.spool_dir, key)
     except Exception:  # noqa: BLE001
         return None
     if not contribs:
         return None
     return {"nodes": [{"node": n, "evidence": c.get("evidence") or {}} for n, c in contribs.items()]}
-
-
-def _plain(settings: Any) -> Any:
-    return getattr(settings, "data", settings)
 
 
 # --------------------------------------------------------------------------
@@ -371,7 +364,7 @@ def parse_since(text: str, now: float) -> float:
 
 
 def failure_trends(
-    settings: Any = None,
+    settings: Optional["Settings"] = None,
     *,
     since: float,
     until: float,
@@ -393,7 +386,7 @@ def failure_trends(
     from gcm_checks.accounting.records import SacctNotes, iter_records
     from gcm_checks.accounting.refine import find_report, may_have_report, stored_report_keys
 
-    acc = AccountingSettings.coerce(settings)
+    acc = _or_builtin(settings).accounting
     notes = SacctNotes()
     if fetch is None:
         def fetch(**kw: Any) -> Iterable[Dict[str, str]]:

@@ -10,29 +10,31 @@ outbox's own lock discipline.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 
-from gcm_checks.accounting.settings import AccountingSettings
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 
-def _outbox(settings: Any) -> Any:
+
+def _outbox(settings: "Settings") -> Any:
     from gcm_checks import notify
 
     return notify.outbox_for(settings)
 
 
-def job_items(settings: Any, job_key: str, state: str) -> List[Dict[str, Any]]:
+def job_items(settings: "Settings", job_key: str, state: str) -> List[Dict[str, Any]]:
     return [it for it in _outbox(settings).items(state) if it.get("job_key") == job_key]
 
 
-def _rewrite_pending(settings: Any, key: str, update: Callable[[Dict[str, Any]], bool]) -> bool:
+def _rewrite_pending(settings: "Settings", key: str, update: Callable[[Dict[str, Any]], bool]) -> bool:
     """Rewrite one pending item through the outbox's public API (its lock
     discipline stays the outbox's business). False when a flush holds it or
     it is gone."""
     return _outbox(settings).rewrite(key, update)
 
 
-def hold_notifications(settings: Any, job_key: str, *, now: Optional[float] = None) -> List[str]:
+def hold_notifications(settings: "Settings", job_key: str, *, now: Optional[float] = None) -> List[str]:
     """Hold a job's first delivery for ``accounting.notify_wait_s`` (the
     outbox item's ``not_before``) so the refinement pass can correct the
     category first. Call right after
@@ -41,7 +43,7 @@ def hold_notifications(settings: Any, job_key: str, *, now: Optional[float] = No
     If no refinement comes (slurmdbd down), the hold simply expires and the
     next ``notify flush`` sends the epilog's answer: waiting is bounded.
     """
-    acc = AccountingSettings.coerce(settings)
+    acc = settings.accounting
     if acc.notify_wait_s <= 0:
         return []
     now = time.time() if now is None else now
@@ -60,11 +62,11 @@ def hold_notifications(settings: Any, job_key: str, *, now: Optional[float] = No
     return held
 
 
-def release_notifications(settings: Any, report: Mapping[str, Any], *, now: Optional[float] = None) -> List[str]:
+def release_notifications(settings: "Settings", report: Mapping[str, Any], *, now: Optional[float] = None) -> List[str]:
     """Give a job's waiting notifications the refined report and make them due."""
     from gcm_checks import notify
 
-    ns = notify.NotifySettings.coerce(settings)
+    ns = settings.notify
     now = time.time() if now is None else now
     job_key = (report.get("job") or {}).get("key", "")
     released = []
@@ -93,7 +95,7 @@ def cause_changed(old: Optional[str], new: Optional[str]) -> bool:
     return new not in quiet and old != new
 
 
-def notify_refined(settings: Any, report: Mapping[str, Any], *, now: Optional[float] = None,
+def notify_refined(settings: "Settings", report: Mapping[str, Any], *, now: Optional[float] = None,
                    change: Optional[Mapping[str, Any]] = None) -> List[str]:
     """What the refined report warrants, under "one message per job run":
 

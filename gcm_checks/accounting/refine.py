@@ -33,9 +33,11 @@ import fcntl
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from gcm_checks.accounting.settings import AccountingSettings, state_file_of
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Accounting, Settings
+
 
 # fetch(since, until) -> sacct rows (a list or a stream); injectable so tests count calls.
 Fetch = Callable[[float, float], Iterable[Dict[str, str]]]
@@ -81,12 +83,12 @@ def write_state(path: str, st: Mapping[str, Any]) -> None:
     write_json(path, st, mode=0o644, sort_keys=True)
 
 
-def due(st: Mapping[str, Any], acc: AccountingSettings, now: float) -> bool:
+def due(st: Mapping[str, Any], acc: "Accounting", now: float) -> bool:
     last = st.get("last_pass_at")
     return last is None or now - float(last) >= acc.interval_s
 
 
-def window(st: Mapping[str, Any], acc: AccountingSettings, now: float) -> Tuple[float, float]:
+def window(st: Mapping[str, Any], acc: "Accounting", now: float) -> Tuple[float, float]:
     """[since, until] for this pass: from the last window's end (or the oldest
     deferred run's end, whichever is earlier) minus the overlap, to now."""
     last = st.get("last_until")
@@ -207,10 +209,10 @@ from gcm_checks.accounting.handoff import (  # noqa: E402,F401
 # The pass
 
 
-def default_fetch(settings: Any, notes: Any = None) -> Fetch:
+def default_fetch(settings: "Settings", notes: Any = None) -> Fetch:
     from gcm_checks import slurm
 
-    acc = AccountingSettings.coerce(settings)
+    acc = settings.accounting
 
     def fetch(since: float, until: float) -> Iterable[Dict[str, str]]:
         # A stream: it raises SlurmError after the last row when sacct
@@ -220,13 +222,11 @@ def default_fetch(settings: Any, notes: Any = None) -> Fetch:
     return fetch
 
 
-def stored_report_keys(settings: Any) -> Set[str]:
+def stored_report_keys(settings: "Settings") -> Set[str]:
     """Names of the report directories on this machine, read once per pass:
     a run whose keys are not among them has no report, without three opens."""
-    from gcm_checks.report.model import ReportSettings
-
     try:
-        with os.scandir(ReportSettings.coerce(getattr(settings, "data", settings)).report_dir) as it:
+        with os.scandir(settings.report.report_dir) as it:
             return {e.name for e in it}
     except OSError:
         return set()
@@ -239,7 +239,7 @@ def may_have_report(rec: Any, stored: Set[str]) -> bool:
     return any(safe_name(k) in stored for k in keys)
 
 
-def load_report(settings: Any, key: str) -> Tuple[Optional[Dict[str, Any]], str]:
+def load_report(settings: "Settings", key: str) -> Tuple[Optional[Dict[str, Any]], str]:
     from gcm_checks.report.assembly import report_paths
 
     from gcm_checks.jsonfile import read_json
@@ -270,7 +270,7 @@ def report_belongs_to(report: Mapping[str, Any], rec: Any, sibling_ends: Sequenc
     return not any(rec.end < e <= end + 5.0 for e in sibling_ends)
 
 
-def find_report(settings: Any, rec: Any, sibling_ends: Sequence[float] = ()) -> Tuple[Optional[Dict[str, Any]], str]:
+def find_report(settings: "Settings", rec: Any, sibling_ends: Sequence[float] = ()) -> Tuple[Optional[Dict[str, Any]], str]:
     """The stored report of this run: by its key, else by time among the
     job's other run keys (see report_belongs_to)."""
     keys = [rec.key] + [k for k in [rec.job_id] + [f"{rec.job_id}.{i}" for i in range(1, max(rec.runs, rec.run + 1) + 1)]
@@ -301,7 +301,7 @@ def _names_run(report: Mapping[str, Any], rec: Any) -> bool:
 
 
 def refine_pass(
-    settings: Any,
+    settings: "Settings",
     *,
     node: str = "",
     now: Optional[float] = None,
@@ -311,13 +311,13 @@ def refine_pass(
     deliver_budget_s: float = 10.0,
 ) -> PassSummary:
     """One pass; never raises (errors are in ``summary.errors``)."""
-    acc = AccountingSettings.coerce(settings)
+    acc = settings.accounting
     summary = PassSummary()
     if acc.designated_node and node and node != acc.designated_node and not force:
         summary.skipped = f"not the designated node ({acc.designated_node})"
         return summary
     now = time.time() if now is None else now
-    path = state_file_of(settings)
+    path = settings.accounting_state_file
     lock = _Lock(path + ".lock")
     try:
         if not lock.acquire():
@@ -362,7 +362,7 @@ def refine_pass(
     return summary
 
 
-def _refine_rows(settings: Any, acc: AccountingSettings, st: Dict[str, Any], rows: Iterable[Dict[str, str]],
+def _refine_rows(settings: "Settings", acc: "Accounting", st: Dict[str, Any], rows: Iterable[Dict[str, str]],
                  since: float, until: float, now: float, summary: PassSummary) -> None:
     """Fold sacct's rows, one job's group at a time, into the pass. What
     was done is stored in ``st`` even when the stream fails half-way."""
@@ -425,7 +425,7 @@ def _no_report(summary: PassSummary, key: str) -> None:
         summary.no_report.append(key)
 
 
-def _refine_one(settings: Any, rec: Any, now: float, summary: PassSummary, retry: bool = False,
+def _refine_one(settings: "Settings", rec: Any, now: float, summary: PassSummary, retry: bool = False,
                 siblings: Sequence[float] = ()) -> bool:
     """Refine one run's stored report. False when there is no report (yet)."""
     from gcm_checks.accounting.judge import classify_run, node_inputs, report_logs

@@ -18,10 +18,13 @@ like a node without DCGM installed: ``unknown``, never ``fail``.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from gcm_checks.registry import gatherer, register
 from gcm_checks.result import CheckResult, Status, cannot_tell, ok
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 CHECK_ID = "dcgm.diag"
 
@@ -35,13 +38,13 @@ def diag_level(ctx: Any) -> int:
     override = getattr(ctx, "dcgm_level", None)
     if override is not None:
         return int(override)
-    return int(ctx.settings.get("dcgm.level", 1) or 1)
+    return ctx.settings.dcgm.level
 
 
 def diag_timeout(ctx: Any, level: int) -> float:
     from gcm_checks.gather.dcgm_model import DEFAULT_TIMEOUT_S
 
-    configured = ctx.settings.get("dcgm.timeout_s", None)
+    configured = ctx.settings.dcgm.timeout_s
     timeout = float(configured) if configured else DEFAULT_TIMEOUT_S.get(level, 120.0)
     remaining = getattr(ctx, "remaining", None)
     if callable(remaining):
@@ -59,7 +62,7 @@ def diag_gpus(ctx: Any):
     ``dcgm.scope`` is ``node``; None = every GPU."""
     from gcm_checks.gather.dcgm import parse_gpu_list
 
-    if str(ctx.settings.get("dcgm.scope", "job") or "job") == "node":
+    if ctx.settings.dcgm.scope == "node":
         return None
     job = getattr(ctx, "job", None) or {}
     return parse_gpu_list(job.get("gpus")) if hasattr(job, "get") else None
@@ -82,7 +85,7 @@ def gather_dcgm(ctx: Any):
 
 
 @register(CHECK_ID, tags=["epilog", "qualify"], needs="dcgm")
-def check_dcgm_diag(report: Any, settings: Any) -> List[CheckResult]:
+def check_dcgm_diag(report: Any, settings: "Settings") -> List[CheckResult]:
     """Every GPU's DCGM diag results, one result per GPU that did not pass.
 
     A failed test fails the GPU only when DCGM's own severity says the

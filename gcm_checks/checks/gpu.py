@@ -8,15 +8,18 @@ precise on sick ones.
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional
+from typing import TYPE_CHECKING, Callable, List, Optional
 
 from gcm_checks.gather.nvml import GpuFacts, GpuSnapshot, error_cause, error_name
 from gcm_checks.registry import EVERY_SUITE, register
 from gcm_checks.result import CheckResult, Status, cannot_tell, fail, ok, warn
 
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
-def _expected(settings: Any) -> Optional[int]:
-    return settings.get("gpu.count")
+
+def _expected(settings: "Settings") -> Optional[int]:
+    return settings.gpu.count
 
 
 def _pci_gpus(facts: GpuFacts) -> Optional[int]:
@@ -63,7 +66,7 @@ def _per_gpu(
 
 
 @register("gpu.nvml", tags=EVERY_SUITE, needs="gpu")
-def check_nvml(facts: GpuFacts, settings: Any) -> List[CheckResult]:
+def check_nvml(facts: GpuFacts, settings: "Settings") -> List[CheckResult]:
     """NVML starts: driver loaded, library and driver versions agree, permissions."""
     expected = _expected(settings)
     on_bus = _pci_gpus(facts)
@@ -100,7 +103,7 @@ def check_nvml(facts: GpuFacts, settings: Any) -> List[CheckResult]:
 
 
 @register("gpu.count", tags=EVERY_SUITE, needs="gpu")
-def check_count(facts: GpuFacts, settings: Any) -> List[CheckResult]:
+def check_count(facts: GpuFacts, settings: "Settings") -> List[CheckResult]:
     """The node has the GPUs it should have."""
     expected = _expected(settings)
     if not _usable(facts):
@@ -141,12 +144,12 @@ def _count_against_bus(facts: GpuFacts) -> List[CheckResult]:
 
 
 @register("gpu.responsive", tags=EVERY_SUITE, needs="gpu")
-def check_responsive(facts: GpuFacts, settings: Any) -> List[CheckResult]:
+def check_responsive(facts: GpuFacts, settings: "Settings") -> List[CheckResult]:
     """Every GPU answers NVML (not fallen off the bus, not wedged)."""
     if not _usable(facts) or not facts.gpus:
         return []
     out = []
-    timeout = facts.deadline_s or settings.get("gpu.nvml_timeout_s")
+    timeout = facts.deadline_s or settings.gpu.nvml_timeout_s
     for g in facts.gpus:
         if g.lost:
             if g.broken_error == "NVML_ERROR_GPU_IS_LOST":
@@ -176,9 +179,9 @@ def _code_of(name: Optional[str]) -> Optional[int]:
 
 
 @register("gpu.ecc.uncorrectable", tags=EVERY_SUITE, needs="gpu")
-def check_ecc(facts: GpuFacts, settings: Any) -> List[CheckResult]:
+def check_ecc(facts: GpuFacts, settings: "Settings") -> List[CheckResult]:
     """Volatile uncorrectable ECC errors at or below the threshold."""
-    limit = settings.get("gpu.ecc_uncorrected_max")
+    limit = settings.gpu.ecc_uncorrected_max
 
     def judge(g: GpuSnapshot) -> Optional[CheckResult]:
         n = g.ecc_uncorrected_volatile
@@ -191,7 +194,7 @@ def check_ecc(facts: GpuFacts, settings: Any) -> List[CheckResult]:
 
 
 @register("gpu.retired_pages.pending", tags=EVERY_SUITE, needs="gpu")
-def check_retired_pages(facts: GpuFacts, settings: Any) -> List[CheckResult]:
+def check_retired_pages(facts: GpuFacts, settings: "Settings") -> List[CheckResult]:
     """No page retirement waiting for a reset (pre-Ampere)."""
 
     def judge(g: GpuSnapshot) -> Optional[CheckResult]:
@@ -203,7 +206,7 @@ def check_retired_pages(facts: GpuFacts, settings: Any) -> List[CheckResult]:
 
 
 @register("gpu.row_remap", tags=EVERY_SUITE, needs="gpu")
-def check_row_remap(facts: GpuFacts, settings: Any) -> List[CheckResult]:
+def check_row_remap(facts: GpuFacts, settings: "Settings") -> List[CheckResult]:
     """Row remapping neither pending (needs reset) nor failed (needs RMA)."""
 
     def judge(g: GpuSnapshot) -> Optional[CheckResult]:
@@ -217,7 +220,7 @@ def check_row_remap(facts: GpuFacts, settings: Any) -> List[CheckResult]:
 
 
 @register("gpu.pcie.width", tags=EVERY_SUITE, needs="gpu")
-def check_pcie(facts: GpuFacts, settings: Any) -> List[CheckResult]:
+def check_pcie(facts: GpuFacts, settings: "Settings") -> List[CheckResult]:
     """PCIe link trained at full width. A lower *generation* alone is normal
     at idle (power saving), so only the width is judged."""
 
@@ -231,9 +234,9 @@ def check_pcie(facts: GpuFacts, settings: Any) -> List[CheckResult]:
 
 
 @register("gpu.temperature", tags=EVERY_SUITE, needs="gpu")
-def check_temperature(facts: GpuFacts, settings: Any) -> List[CheckResult]:
+def check_temperature(facts: GpuFacts, settings: "Settings") -> List[CheckResult]:
     """GPU temperature below the configured limit before a job starts."""
-    limit = settings.get("gpu.temperature_max_c")
+    limit = settings.gpu.temperature_max_c
 
     def judge(g: GpuSnapshot) -> Optional[CheckResult]:
         if g.temperature_c is not None and g.temperature_c >= limit:
@@ -248,7 +251,7 @@ HW_THROTTLE = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
 
 
 @register("gpu.throttle", tags=EVERY_SUITE, needs="gpu")
-def check_throttle(facts: GpuFacts, settings: Any) -> List[CheckResult]:
+def check_throttle(facts: GpuFacts, settings: "Settings") -> List[CheckResult]:
     """No hardware clock slowdown (thermal, power brake). Software power
     capping and idle clocks are normal."""
 
@@ -263,7 +266,7 @@ def check_throttle(facts: GpuFacts, settings: Any) -> List[CheckResult]:
 
 
 @register("gpu.persistence_mode", tags=EVERY_SUITE, needs="gpu")
-def check_persistence(facts: GpuFacts, settings: Any) -> List[CheckResult]:
+def check_persistence(facts: GpuFacts, settings: "Settings") -> List[CheckResult]:
     """Persistence mode on (otherwise every job start re-initialises the GPU)."""
 
     def judge(g: GpuSnapshot) -> Optional[CheckResult]:
@@ -275,9 +278,9 @@ def check_persistence(facts: GpuFacts, settings: Any) -> List[CheckResult]:
 
 
 @register("gpu.processes", tags=("prolog", "health", "qualify"), needs="gpu")
-def check_processes(facts: GpuFacts, settings: Any) -> List[CheckResult]:
+def check_processes(facts: GpuFacts, settings: "Settings") -> List[CheckResult]:
     """No compute processes left over from a previous job."""
-    status = Status(settings.get("gpu.leftover_processes"))
+    status = Status(settings.gpu.leftover_processes)
     view = facts.jobs  # gcm_checks.gather.jobs.JobView, set when any GPU has processes
     owned: List[dict] = []
 

@@ -24,10 +24,13 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from gcm_checks.registry import gatherer, register
 from gcm_checks.result import CheckResult, Status, cannot_tell, fail, ok, warn
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 TAGS = ["prolog", "health", "qualify"]
 BASELINE_FILE = "ib_counters.json"
@@ -62,7 +65,7 @@ def _sysfs_root(ctx: Any) -> str:
     root = getattr(ctx, "sysfs_root", None)
     if callable(root):
         return str(root())
-    return str(ctx.settings.get("infiniband.sysfs_root", "/") or "/")
+    return ctx.settings.infiniband.sysfs_root
 
 
 def load_baseline(path: Path) -> Tuple[Optional[Dict[str, Dict[str, int]]], Optional[float], str]:
@@ -130,9 +133,9 @@ def _rails(ctx: Any, snap: Any) -> Any:
 # Expectations
 
 
-def expected_ports(settings: Any) -> List[ExpectedPort]:
-    default_rate = settings.get("infiniband.min_rate_gbps", None)
-    default_ll = settings.get("infiniband.link_layer", "InfiniBand")
+def expected_ports(settings: "Settings") -> List[ExpectedPort]:
+    default_rate = settings.infiniband.min_rate_gbps
+    default_ll = settings.infiniband.link_layer
     out: Dict[Tuple[str, int], ExpectedPort] = {}
 
     def add(device: str, ports: Any, rate: Any, ll: Any) -> None:
@@ -145,9 +148,9 @@ def expected_ports(settings: Any) -> List[ExpectedPort]:
                 str(ll) if ll else (str(default_ll) if default_ll else None),
             )
 
-    for name in settings.get("infiniband.expected_hcas", []) or []:
+    for name in settings.infiniband.expected_hcas:
         add(str(name), [1], None, None)
-    for item in settings.get("infiniband.expected", []) or []:
+    for item in settings.infiniband.expected:
         if isinstance(item, str):
             add(item, [1], None, None)
         elif isinstance(item, Mapping) and item.get("device"):
@@ -173,12 +176,12 @@ class _Plan:
         return not self.expected and not self.judged
 
 
-def _plan(facts: IbFacts, settings: Any) -> _Plan:
+def _plan(facts: IbFacts, settings: "Settings") -> _Plan:
     exp = expected_ports(settings)
     snap = facts.snapshot
     by_key = {(e.device, e.port): e for e in exp}
     judged: List[Tuple[Any, Optional[ExpectedPort]]] = []
-    mode = str(settings.get("infiniband.unlisted_ports", "warn") or "warn").lower()
+    mode = settings.infiniband.unlisted_ports.lower()
     unlisted_status = {"fail": Status.FAIL, "warn": Status.WARN}.get(mode)
     for p in snap.ports:
         e = by_key.get((p.device, p.port))
@@ -203,7 +206,7 @@ def _result(status: Status, message: str, subject: str, **details: Any) -> Check
 
 
 @register("ib.hca.present", tags=TAGS, needs="ib")
-def check_hca_present(facts: IbFacts, settings: Any) -> List[CheckResult]:
+def check_hca_present(facts: IbFacts, settings: "Settings") -> List[CheckResult]:
     """Every expected HCA (and port) is present in sysfs."""
     snap = facts.snapshot
     plan = _plan(facts, settings)
@@ -277,7 +280,7 @@ def _scope(e: Optional[ExpectedPort]) -> str:
 
 
 @register("ib.port.state", tags=TAGS, needs="ib")
-def check_port_state(facts: IbFacts, settings: Any) -> List[CheckResult]:
+def check_port_state(facts: IbFacts, settings: "Settings") -> List[CheckResult]:
     """Each judged port is logically ACTIVE."""
     plan = _plan(facts, settings)
     if plan.nothing_to_do:
@@ -300,7 +303,7 @@ def check_port_state(facts: IbFacts, settings: Any) -> List[CheckResult]:
 
 
 @register("ib.port.phys_state", tags=TAGS, needs="ib")
-def check_port_phys_state(facts: IbFacts, settings: Any) -> List[CheckResult]:
+def check_port_phys_state(facts: IbFacts, settings: "Settings") -> List[CheckResult]:
     """Each judged port's physical link is LinkUp."""
     plan = _plan(facts, settings)
     if plan.nothing_to_do:
@@ -317,12 +320,12 @@ def check_port_phys_state(facts: IbFacts, settings: Any) -> List[CheckResult]:
 
 
 @register("ib.port.rate", tags=TAGS, needs="ib")
-def check_port_rate(facts: IbFacts, settings: Any) -> List[CheckResult]:
+def check_port_rate(facts: IbFacts, settings: "Settings") -> List[CheckResult]:
     """Each judged ACTIVE port runs at least at the expected rate."""
     plan = _plan(facts, settings)
     if plan.nothing_to_do:
         return [ok(NO_IB)]
-    default_rate = settings.get("infiniband.min_rate_gbps", None)
+    default_rate = settings.infiniband.min_rate_gbps
 
     def want(e: Optional[ExpectedPort]) -> Optional[float]:
         return e.rate_gbps if e is not None else (float(default_rate) if default_rate is not None else None)
@@ -344,7 +347,7 @@ def check_port_rate(facts: IbFacts, settings: Any) -> List[CheckResult]:
 
 
 @register("ib.port.link_layer", tags=TAGS, needs="ib")
-def check_port_link_layer(facts: IbFacts, settings: Any) -> List[CheckResult]:
+def check_port_link_layer(facts: IbFacts, settings: "Settings") -> List[CheckResult]:
     """Each expected port runs the expected link layer (InfiniBand vs Ethernet)."""
     plan = _plan(facts, settings)
     if plan.nothing_to_do:
@@ -361,12 +364,12 @@ def check_port_link_layer(facts: IbFacts, settings: Any) -> List[CheckResult]:
                      applies=lambda p, e: e is not None and bool(e.link_layer))
 
 
-def watched_counters(settings: Any) -> Dict[str, int]:
+def watched_counters(settings: "Settings") -> Dict[str, int]:
     """counter -> growth that warns. ``error_counters_warn`` is a list (any
     growth warns) or a mapping of per-counter thresholds."""
     from gcm_checks.gather.ib import ERROR_COUNTERS
 
-    conf = settings.get("infiniband.error_counters_warn", None)
+    conf = settings.infiniband.error_counters_warn
     if conf is None:
         return {c: 1 for c in ERROR_COUNTERS}
     if isinstance(conf, Mapping):
@@ -375,7 +378,7 @@ def watched_counters(settings: Any) -> Dict[str, int]:
 
 
 @register("ib.port.errors", tags=TAGS, needs="ib")
-def check_port_errors(facts: IbFacts, settings: Any) -> List[CheckResult]:
+def check_port_errors(facts: IbFacts, settings: "Settings") -> List[CheckResult]:
     """Error counters that grew since the previous run warn."""
     snap = facts.snapshot
     if not snap.ports:

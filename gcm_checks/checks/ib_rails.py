@@ -19,10 +19,13 @@ rules stay silent and ``gcm_checks.checks.ib`` judges what is listed.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, FrozenSet, List, Mapping, NamedTuple, Tuple
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Mapping, NamedTuple, Tuple
 
 from gcm_checks.registry import register
 from gcm_checks.result import CheckResult, fail, ok
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 TAGS = ["prolog", "health", "qualify"]
 SEEN_ACTIVE_FILE = "ib_seen_active.json"
@@ -71,11 +74,11 @@ def gather_rails(ctx: Any, snap: Any) -> RailFacts:
     return RailFacts(models, seen, pci, note)
 
 
-def zero_config(settings: Any) -> bool:
+def zero_config(settings: "Settings") -> bool:
     """True when the config lists no InfiniBand expectation (explicit config wins)."""
-    if settings.get("infiniband.expected_hcas") or settings.get("infiniband.expected"):
+    if settings.infiniband.expected_hcas or settings.infiniband.expected:
         return False
-    return str(settings.get("infiniband.unlisted_ports", "warn") or "warn").lower() in ("warn", "fail")
+    return settings.infiniband.unlisted_ports.lower() in ("warn", "fail")
 
 
 def _rails(facts: Any) -> RailFacts:
@@ -83,7 +86,7 @@ def _rails(facts: Any) -> RailFacts:
 
 
 @register("ib.hca.pci", tags=TAGS, needs="ib")
-def check_hca_on_bus(facts: Any, settings: Any) -> List[CheckResult]:
+def check_hca_on_bus(facts: Any, settings: "Settings") -> List[CheckResult]:
     """Every InfiniBand HCA on the PCI bus is registered by its driver (zero-config)."""
     pci = _rails(facts).pci
     if not zero_config(settings):
@@ -127,7 +130,7 @@ def dead_rails(facts: Any) -> List[Tuple[Any, str]]:
 
 
 @register("ib.port.rail", tags=TAGS, needs="ib")
-def check_rails(facts: Any, settings: Any) -> List[CheckResult]:
+def check_rails(facts: Any, settings: "Settings") -> List[CheckResult]:
     """No dead rail: a port down while its same-model siblings are up, or down
     after being ACTIVE since boot, fails (zero-config)."""
     if not zero_config(settings):

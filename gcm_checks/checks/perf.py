@@ -9,10 +9,13 @@ imported by ``load_all`` on the prolog path too (rule 7).
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import TYPE_CHECKING, Any, List
 
 from gcm_checks.registry import gatherer, register
 from gcm_checks.result import CheckResult
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 TAGS = ("qualify",)
 # Probe length when the run does not say (ctx.perf_probe_s is set by the level).
@@ -30,28 +33,21 @@ def gather_perf(ctx: Any) -> Any:
     return facts
 
 
-def _judge(check_id: str, metric: str, perf: Any, settings: Any) -> List[CheckResult]:
+def _judge(check_id: str, metric: str, perf: Any, settings: "Settings") -> List[CheckResult]:
     from gcm_checks.qualify.baselines import lookup
     from gcm_checks.qualify.judge import judge_metric
 
-    overrides = settings.get("qualify.baselines", {}) or {}
-    return judge_metric(
-        check_id,
-        metric,
-        perf,
-        lambda name: lookup(name, overrides),
-        float(settings.get("qualify.fraction", 0.85)),
-        float(settings.get("qualify.sibling_threshold", 0.10)),
-    )
+    q = settings.qualify
+    return judge_metric(check_id, metric, perf, lambda name: lookup(name, q.baselines), q.fraction, q.sibling_threshold)
 
 
 @register("perf.gemm", tags=TAGS, needs="perf")
-def check_gemm(perf: Any, settings: Any) -> List[CheckResult]:
+def check_gemm(perf: Any, settings: "Settings") -> List[CheckResult]:
     """Dense GEMM throughput per GPU against the model baseline and the node's other GPUs."""
     return _judge("perf.gemm", "gemm_tflops", perf, settings)
 
 
 @register("perf.mem_bw", tags=TAGS, needs="perf")
-def check_mem_bw(perf: Any, settings: Any) -> List[CheckResult]:
+def check_mem_bw(perf: Any, settings: "Settings") -> List[CheckResult]:
     """Device memory bandwidth per GPU against the model baseline and the node's other GPUs."""
     return _judge("perf.mem_bw", "mem_bw_gbps", perf, settings)

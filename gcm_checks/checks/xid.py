@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from gcm_checks.registry import gatherer, register
 from gcm_checks.result import CheckResult, cannot_tell, fail, ok, warn
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 HARDWARE = "xid.hardware"
 SOFTWARE = "xid.software"
@@ -71,12 +74,12 @@ def gather_xid(ctx: Any) -> XidFacts:
             window = (float(ctx.window[0]), float(ctx.window[1]))
         else:
             since = xscan.read_last_scan(state_dir)
-            lookback = float(settings.get("xid.health_lookback_s", 3600.0))
+            lookback = settings.xid.health_lookback_s
             # Never the whole history: the first health scan looks back a bounded time.
             if since is None or since < now - lookback:
                 since = now - lookback
             window = (since, now)
-    timeout = max(0.5, min(float(settings.get("xid.journal_timeout_s", 5.0)), ctx.remaining() - 0.5))
+    timeout = max(0.5, min(settings.xid.journal_timeout_s, ctx.remaining() - 0.5))
     lines = log.read(ctx, window, timeout=timeout, coverage=cov)
     bus_map = _bus_map(ctx)
     try:
@@ -85,8 +88,8 @@ def gather_xid(ctx: Any) -> XidFacts:
         return XidFacts(source=cov.source, window=window, error=str(e), notes=tuple(cov.notes))
     events = [e for e in both if isinstance(e, xscan.XidEvent)]
     sxids = tuple(e for e in both if not isinstance(e, xscan.XidEvent))
-    if settings.get("xid.escalate_after_reset", True):
-        esc = xscan.Escalation(state_dir, float(settings.get("xid.escalate_window_days", 30.0)))
+    if settings.xid.escalate_after_reset:
+        esc = xscan.Escalation(state_dir, settings.xid.escalate_window_days)
         try:
             events = esc.apply(events, window[0] if window else None, now)
             if not getattr(ctx, "dry_run", False):  # a dry run changes no state
@@ -151,7 +154,7 @@ def _more(evs: List[Any], head: Any) -> str:
 
 
 @register(HARDWARE, tags=["epilog", "health"], needs="xid")
-def check_xid_hardware(facts: XidFacts, settings: Any) -> List[CheckResult]:
+def check_xid_hardware(facts: XidFacts, settings: "Settings") -> List[CheckResult]:
     """Drain-worthy XIDs (reset GPU, reboot, inspect) in the window, per GPU."""
     if facts.error:
         return [cannot_tell(f"kernel log not readable: {facts.error}", source=facts.source)]
@@ -170,7 +173,7 @@ def check_xid_hardware(facts: XidFacts, settings: Any) -> List[CheckResult]:
 
 
 @register(SOFTWARE, tags=["epilog", "health"], needs="xid")
-def check_xid_software(facts: XidFacts, settings: Any) -> List[CheckResult]:
+def check_xid_software(facts: XidFacts, settings: "Settings") -> List[CheckResult]:
     """Driver/firmware XIDs (warn) and application XIDs (listed, never drain)."""
     if facts.error:
         return [cannot_tell(f"kernel log not readable: {facts.error}", source=facts.source)]
@@ -190,7 +193,7 @@ def check_xid_software(facts: XidFacts, settings: Any) -> List[CheckResult]:
 
 
 @register(NVSWITCH, tags=["epilog", "health"], needs="xid")
-def check_xid_nvswitch(facts: XidFacts, settings: Any) -> List[CheckResult]:
+def check_xid_nvswitch(facts: XidFacts, settings: "Settings") -> List[CheckResult]:
     """NVSwitch SXids: a fatal one fails per switch link (the fabric needs a
     reset, every all-GPU job on the node would fail); non-fatal ones warn."""
     if facts.error:

@@ -8,7 +8,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, List
+from typing import TYPE_CHECKING, Any, List
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,12 +47,12 @@ def _error(args: argparse.Namespace, e: Any, on_nodes: str) -> int:
     return 1
 
 
-def advice(settings: Any) -> List[str]:
+def advice(settings: "Settings") -> List[str]:
     """Valid but probably not meant: each a sentence for the admin."""
     out = []
-    budget = float(settings.get("budget_s"))
-    for key in ("gpu.nvml_timeout_s", "gpu.nvml_init_timeout_s"):
-        v = float(settings.get(key))
+    budget = settings.budget_s
+    gpu = settings.gpu
+    for key, v in (("gpu.nvml_timeout_s", gpu.nvml_timeout_s), ("gpu.nvml_init_timeout_s", gpu.nvml_init_timeout_s)):
         if v >= budget * 0.8:
             out.append(f"{key} ({v:g}s) leaves no room in budget_s ({budget:g}s): a hung GPU is then never given its "
                        f"whole deadline and is reported unknown, not failed")

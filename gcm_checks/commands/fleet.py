@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         from gcm_checks import config
 
         try:
-            args.directory = str(config.load(args.config).get("qualify.results_dir") or "")
+            args.directory = config.load(args.config).qualify.results_dir
         except config.ConfigError as e:
             print(f"gcm-checks fleet report: configuration: {e}", file=sys.stderr)
             return 2

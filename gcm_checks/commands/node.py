@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Dict, List
+from typing import TYPE_CHECKING, Any, Dict, List
 
 from gcm_checks.commands._suite import emit_json
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,10 +71,10 @@ class _StderrLog:
     info = warning = error = _p
 
 
-def _state_dir(settings: Any) -> str:
+def _state_dir(settings: "Settings") -> str:
     import os
 
-    return os.path.expanduser(str(settings.get("state_dir")))
+    return os.path.expanduser(settings.state_dir)
 
 
 def status_row(info: Any, local_drain: Any = None, would: Any = None) -> Dict[str, Any]:
@@ -94,7 +97,7 @@ def status_row(info: Any, local_drain: Any = None, would: Any = None) -> Dict[st
     }
 
 
-def _status(args: argparse.Namespace, settings: Any, backend: Any) -> int:
+def _status(args: argparse.Namespace, settings: "Settings", backend: Any) -> int:
     from gcm_checks import slurm
 
     names: List[str] = list(args.nodes)
@@ -135,7 +138,7 @@ def _render(rows: List[Dict[str, Any]]) -> None:
             print(f"{r['node']}: would drain ({w.get('why')}, {w.get('mode')} at {when}): {w.get('reason')}")
 
 
-def _drain(args: argparse.Namespace, settings: Any, backend: Any, log: Any) -> int:
+def _drain(args: argparse.Namespace, settings: "Settings", backend: Any, log: Any) -> int:
     from gcm_checks import slurm
 
     text = args.reason[len(slurm.GCM_PREFIX):].strip() if args.reason.startswith(slurm.GCM_PREFIX) else args.reason
@@ -181,7 +184,7 @@ def _drain_text(doc: Dict[str, Any]) -> str:
     return f"{doc['node']}: {a}: {doc['detail']}"
 
 
-def _resume(args: argparse.Namespace, settings: Any, backend: Any, log: Any) -> int:
+def _resume(args: argparse.Namespace, settings: "Settings", backend: Any, log: Any) -> int:
     from gcm_checks import slurm
 
     if args.force:

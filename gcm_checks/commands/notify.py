@@ -69,9 +69,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         settings = _settings(args)
-        from gcm_checks import notify
-
-        notify.NotifySettings.coerce(settings)  # validate channels before acting
+        settings.notify.channels  # parse the channel table before acting: a bad one stops here
     except Exception as e:  # noqa: BLE001 - ConfigError or a bad channel table
         print(f"gcm-checks notify: configuration: {e}", file=sys.stderr)
         return 2

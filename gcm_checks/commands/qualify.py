@@ -15,9 +15,12 @@ import argparse
 import sys
 import threading
 import time
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 from gcm_checks.commands._suite import add_common
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,27 +91,27 @@ def run(args: argparse.Namespace) -> int:
         from gcm_checks.commands._suite import load_settings
 
         settings = load_settings(args)
-        level = resolve(args.level or settings.get("qualify.level", "standard"), settings.get("qualify.levels", {}) or {})
+        level = resolve(args.level or settings.qualify.level, settings.qualify.levels)
     except (ConfigError, LevelError) as e:
         print(f"gcm-checks qualify: configuration error: {e}", file=sys.stderr)
         return 2
     from gcm_checks.logs import close_log, open_log
 
     node = settings.node
-    log = open_log(settings.get("log_path"), mode="qualify", node=node, level=level.name)
+    log = open_log(settings.log_path, mode="qualify", node=node, level=level.name)
     try:
         return _run(args, settings, level, node, log)
     finally:
         close_log()
 
 
-def _run(args: argparse.Namespace, settings: Any, level: Any, node: str, log: Any) -> int:
+def _run(args: argparse.Namespace, settings: "Settings", level: Any, node: str, log: Any) -> int:
     import os
 
     from gcm_checks.commands._suite import emit_json, render_table, summary_line
     from gcm_checks.qualify import qualification as qrun
 
-    results_dir = args.results_dir or settings.get("qualify.results_dir")
+    results_dir = args.results_dir or settings.qualify.results_dir
     bar = ProgressBar(node, level.name, sys.stderr, live=sys.stderr.isatty() and not args.json)
     log.info("start", level=level.name, suites=list(level.suites), dcgm_level=level.dcgm_level, probe_s=level.probe_s)
     try:
@@ -120,7 +123,7 @@ def _run(args: argparse.Namespace, settings: Any, level: Any, node: str, log: An
     if outcome.result_error:
         log.error("result_not_written", error=outcome.result_error)
     if not args.no_slurm:
-        state_dir = os.path.expanduser(str(settings.get("state_dir")))
+        state_dir = os.path.expanduser(settings.state_dir)
         action, reason = qrun.publish(outcome, settings, state_dir=state_dir, dry_run=args.dry_run,
                                       out=sys.stderr, log=log)
         outcome.slurm_action, outcome.slurm_reason = action, reason

@@ -143,9 +143,9 @@ def _scan(args: argparse.Namespace) -> int:
         except config.ConfigError as e:
             print(f"gcm-checks xid scan: configuration: {e}", file=sys.stderr)
             return 2
-        args.kernel_log = args.kernel_log or settings.get("xid.kernel_log_path")
+        args.kernel_log = args.kernel_log or settings.xid.kernel_log_path
         if args.source == "auto":
-            args.source = str(settings.get("xid.source") or "auto")
+            args.source = settings.xid.source
     source = args.source
     if args.kernel_log and source == "auto":
         source = "file"

@@ -29,8 +29,8 @@ def pydcgm_mode(value: Any) -> str:
 def diag_backend(ctx: Any, gpus: Any) -> Any:
     """pydcgm when wanted and found, else dcgmi; a backend that says so
     (``unknown``) when pydcgm is required (``yes``) but absent."""
-    dcgmi = dcgm.DcgmiBackend(ctx.settings.get("dcgm.dcgmi", None) or "dcgmi", gpu_ids=gpus)
-    mode = pydcgm_mode(ctx.settings.get("dcgm.use_pydcgm", "auto"))
+    dcgmi = dcgm.DcgmiBackend(ctx.settings.dcgm.dcgmi or "dcgmi", gpu_ids=gpus)  # null: search (no PATH)
+    mode = pydcgm_mode(ctx.settings.dcgm.use_pydcgm)
     if mode == "no":
         return dcgmi
     from gcm_checks.gather import dcgm_py

@@ -321,7 +321,7 @@ class HostSysfs:
     to clean up."""
 
     def root(self, ctx: Any) -> Tuple[str, Any]:
-        return str(ctx.settings.get("infiniband.sysfs_root", "/") or "/"), None
+        return ctx.settings.infiniband.sysfs_root, None
 
     def __repr__(self) -> str:
         return "HostSysfs()"

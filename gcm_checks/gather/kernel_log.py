@@ -400,8 +400,8 @@ class HostKernelLog:
         # A generator, so "file source without a path" surfaces in the
         # caller's iteration as unknown, like every other unreadable log.
         settings = ctx.settings
-        source = str(settings.get("xid.source", "auto"))
-        path = settings.get("xid.kernel_log_path", None)
+        source = settings.xid.source
+        path = settings.xid.kernel_log_path
         yield from read_window(source, path=path, since=window[0], until=window[1], timeout=timeout,
                                coverage=coverage)
 

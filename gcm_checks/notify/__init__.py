@@ -11,14 +11,17 @@ can change an exit status: the epilog has decided before we are called.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 
-from gcm_checks.notify.config import Channel, NotifySettings
+from gcm_checks.notify.config import Channel
 from gcm_checks.notify.delivery import outbox_for, sender, writable_outbox
 from gcm_checks.notify.keys import idempotency_key, notification_key, run_job_key
 from gcm_checks.notify.outbox import FlushSummary, Outbox
 
-__all__ = ["NotifySettings", "Channel", "Outbox", "FlushSummary", "enqueue_report", "flush", "spawn_flush", "outbox_for",
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
+
+__all__ = ["Channel", "Outbox", "FlushSummary", "enqueue_report", "flush", "spawn_flush", "outbox_for",
            "writable_outbox", "idempotency_key", "notification_key", "run_job_key", "sender"]
 
 
@@ -38,7 +41,7 @@ def build_payload(channel: Channel, report: Mapping[str, Any], recipients: List[
                      "summary": render.short_text(report), "report": slim}}
 
 
-def enqueue_report(report: Mapping[str, Any], job: Any, settings: Any, now: Optional[float] = None,
+def enqueue_report(report: Mapping[str, Any], job: Any, settings: "Settings", now: Optional[float] = None,
                    event: str = "") -> Dict[str, str]:
     """Put one item per wanted channel in the outbox. Returns key -> what happened.
 
@@ -49,7 +52,7 @@ def enqueue_report(report: Mapping[str, Any], job: Any, settings: Any, now: Opti
     from gcm_checks.notify.policy import channel_wants, recipients
     from gcm_checks.report.model import report_failed
 
-    ns = NotifySettings.coerce(settings)
+    ns = settings.notify
     box = outbox_for(settings)
     failed = report_failed(report)
     out: Dict[str, str] = {}
@@ -70,7 +73,7 @@ def enqueue_report(report: Mapping[str, Any], job: Any, settings: Any, now: Opti
 
 
 def flush(
-    settings: Any,
+    settings: "Settings",
     *,
     budget_s: Optional[float] = None,
     only_keys: Optional[List[str]] = None,
@@ -88,7 +91,7 @@ def flush(
     """
     import time
 
-    ns = NotifySettings.coerce(settings)
+    ns = settings.notify
     budget = ns.budget_s if budget_s is None else budget_s
     end = time.monotonic() + budget
     assembled: List[str] = []
@@ -112,7 +115,7 @@ def flush(
     return summary
 
 
-def spawn_flush(settings: Any, *, budget_s: float, node: str = "", only_keys: Optional[List[str]] = None,
+def spawn_flush(settings: "Settings", *, budget_s: float, node: str = "", only_keys: Optional[List[str]] = None,
                 sweep: Optional[Callable[..., List[str]]] = None) -> Optional[int]:
     """Deliver in a detached grandchild and return at once (its pid, or None).
 

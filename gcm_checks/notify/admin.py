@@ -17,9 +17,12 @@ sending twice in the first place).
 from __future__ import annotations
 
 import html
-from typing import Any, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
-from gcm_checks.notify.config import Channel, NotifySettings
+from gcm_checks.notify.config import Channel
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 
 def alert_payload(channel: Channel, alert: Mapping[str, Any], key: str, to: List[str]) -> Dict[str, Any]:
@@ -42,19 +45,19 @@ def alert_payload(channel: Channel, alert: Mapping[str, Any], key: str, to: List
                      "alert": {k: v for k, v in alert.items() if k not in ("subject", "text")}}}
 
 
-def enqueue_alert(settings: Any, key: str, alert: Mapping[str, Any], now: Optional[float] = None) -> Dict[str, str]:
+def enqueue_alert(settings: "Settings", key: str, alert: Mapping[str, Any], now: Optional[float] = None) -> Dict[str, str]:
     """Queue ``alert`` on every admin route under ``<key>/<channel>``.
     Returns item key -> what happened ("queued", "already known", or why not)."""
     from gcm_checks.notify.delivery import outbox_for
 
-    ns = NotifySettings.coerce(settings)
+    ns = settings.notify
     box = outbox_for(settings)
     out: Dict[str, str] = {}
     for ch in ns.admin_routes():
         item_key = f"{key}/{ch.name}"
         to: List[str] = []
         if ch.type == "smtp":
-            to = list(ns.admin_to)
+            to = list(ns.admin.recipients())
             if not to:
                 out[item_key] = "no admin address (notify.admin.to)"
                 continue
@@ -63,7 +66,7 @@ def enqueue_alert(settings: Any, key: str, alert: Mapping[str, Any], now: Option
     return out
 
 
-def send_alert(settings: Any, key: str, alert: Mapping[str, Any], *, node: str = "",
+def send_alert(settings: "Settings", key: str, alert: Mapping[str, Any], *, node: str = "",
                handoff: Optional[str] = None) -> Dict[str, Any]:
     """Queue, then deliver per ``notify.handoff`` (``detach``: a detached
     process, so a prolog never waits on a relay; ``inline``: within
@@ -72,7 +75,7 @@ def send_alert(settings: Any, key: str, alert: Mapping[str, Any], *, node: str =
 
     out: Dict[str, Any] = {"key": key}
     try:
-        ns = NotifySettings.coerce(settings)
+        ns = settings.notify
         out["queued"] = queued = enqueue_alert(settings, key, alert)
         keys = [k for k, v in queued.items() if v == "queued"]
         mode = handoff or ns.handoff

@@ -1,13 +1,18 @@
-"""The ``notify:`` config section as typed, frozen data."""
+"""One notification channel (``notify.channels[]``) as typed, frozen data.
+
+The rest of ``notify:`` is the typed section ``gcm_checks.config.types.Notify``;
+its defaults live in the schema. A channel's own defaults (port 25, ...) are
+the fields below.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Tuple
 
-POLICIES = ("on_failure", "always", "never")
+from gcm_checks.config.schema import POLICIES
+
 CHANNEL_TYPES = ("smtp", "webhook", "slack")
-HANDOFFS = ("inline", "detach", "queue")
 
 
 @dataclass(frozen=True)
@@ -61,103 +66,7 @@ class Channel:
         return self.password
 
 
-@dataclass(frozen=True)
-class NotifySettings:
-    channels: Tuple[Channel, ...] = ()
-    default_policy: str = "on_failure"
-    cluster_policy: Tuple[Tuple[str, str], ...] = ()
-    partition_policy: Tuple[Tuple[str, str], ...] = ()
-    user_policy: Tuple[Tuple[str, str], ...] = ()
-    allow_job_override: bool = True
-    # Recipients for e-mail: the job's --mail-user, then the map, then the template.
-    use_mail_user: bool = True
-    addresses: Tuple[Tuple[str, str], ...] = ()
-    domain_template: str = ""  # e.g. "{user}@example.org"
-    # Delivery
-    handoff: str = "detach"  # inline | detach | queue
-    budget_s: float = 10.0  # the most the epilog (or a detached flush) spends sending
-    backoff_base_s: float = 60.0
-    backoff_max_s: float = 3600.0
-    give_up_after_s: float = 7 * 86400.0  # then the message moves to outbox/dead (kept)
-    outbox_dir: str = ""  # "" = report.outbox_dir
-    # Admin alerts (notify/admin.py; today the mass-drain brake): the channels
-    # they go to (default: the admin channels, those with ``when:``) and, for
-    # e-mail, the operators' addresses - never a job user's.
-    admin_channels: Tuple[str, ...] = ()
-    admin_to: Tuple[str, ...] = ()
-
-    @classmethod
-    def from_mapping(cls, m: Optional[Mapping[str, Any]]) -> "NotifySettings":
-        m = dict(m or {})
-        kw: Dict[str, Any] = {}
-        pol = m.pop("policy", None) or {}
-        if isinstance(pol, str):
-            pol = {"default": pol}
-        for k, v in pol.items():
-            if k == "default":
-                _check_policy("notify.policy.default", v)
-                kw["default_policy"] = v
-            elif k in ("clusters", "partitions", "users"):
-                for who, p in (v or {}).items():
-                    _check_policy(f"notify.policy.{k}.{who}", p)
-                kw[f"{k[:-1]}_policy"] = tuple((str(a), str(b)) for a, b in (v or {}).items())
-            elif k == "allow_job_override":
-                kw["allow_job_override"] = bool(v)
-            else:
-                raise ValueError(f"notify.policy: unknown key {k!r}")
-        email = m.pop("email", None) or {}
-        for k, v in email.items():
-            if k == "addresses":
-                kw["addresses"] = tuple((str(a), str(b)) for a, b in (v or {}).items())
-            elif k in ("use_mail_user", "domain_template"):
-                kw[k] = v
-            else:
-                raise ValueError(f"notify.email: unknown key {k!r}")
-        kw["channels"] = tuple(Channel.from_mapping(c) for c in (m.pop("channels", None) or ()))
-        admin = m.pop("admin", None) or {}
-        for k, v in admin.items():
-            if k not in ("channels", "to"):
-                raise ValueError(f"notify.admin: unknown key {k!r} (channels, to)")
-            vals = [v] if isinstance(v, str) else list(v or ())
-            kw[f"admin_{k}"] = tuple(str(x) for x in vals)
-        known = {c.name for c in kw["channels"]}
-        for name in kw.get("admin_channels", ()):
-            if name not in known:
-                raise ValueError(f"notify.admin.channels: {name!r} is not a channel in notify.channels")
-        names = {f.name for f in fields(cls)}
-        for k, v in m.items():
-            if k not in names:
-                raise ValueError(f"notify: unknown key {k!r}")
-            kw[k] = v
-        if kw.get("handoff", "detach") not in HANDOFFS:
-            raise ValueError(f"notify.handoff: one of {', '.join(HANDOFFS)}")
-        return cls(**kw)
-
-    @classmethod
-    def coerce(cls, settings: Any) -> "NotifySettings":
-        if isinstance(settings, cls):
-            return settings
-        if settings is None:
-            return cls()
-        from gcm_checks.report.model import _section
-
-        sub = _section(settings, "notify")
-        if isinstance(sub, cls):
-            return sub
-        return cls.from_mapping(sub)
-
-    def channel(self, name: str) -> Optional[Channel]:
-        return next((c for c in self.channels if c.name == name), None)
-
-    def admin_routes(self) -> Tuple[Channel, ...]:
-        """Where admin alerts go: ``notify.admin.channels`` when set, else
-        every admin channel (a channel with ``when:``)."""
-        if self.admin_channels:
-            return tuple(c for c in self.channels if c.name in self.admin_channels)
-        return tuple(c for c in self.channels if c.when)
-
-
-def _check_policy(where: str, v: Any) -> None:
-    if v not in POLICIES:
-        raise ValueError(f"{where}: one of {', '.join(POLICIES)}, got {v!r}")
-
+def parse_channels(items: Any) -> Tuple[Channel, ...]:
+    """``notify.channels`` as Channel objects; ValueError names the bad entry.
+    Called once per run, by ``settings.notify.channels``."""
+    return tuple(Channel.from_mapping(c) for c in (items or ()))

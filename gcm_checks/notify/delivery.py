@@ -8,19 +8,16 @@ and gcm-run (its notice module delivers through ``writable_outbox``).
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Mapping
+from typing import TYPE_CHECKING, Any, Dict, Mapping
 
-from gcm_checks.notify.config import NotifySettings
 from gcm_checks.notify.outbox import Outbox
 
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Notify, Settings
 
-def outbox_for(settings: Any) -> Outbox:
-    ns = NotifySettings.coerce(settings)
-    if ns.outbox_dir:
-        return Outbox(ns.outbox_dir)
-    from gcm_checks.report.model import ReportSettings
 
-    return Outbox(ReportSettings.coerce(settings).outbox_dir)
+def outbox_for(settings: "Settings") -> Outbox:
+    return Outbox(settings.outbox_dir)
 
 
 def user_outbox(env: Mapping[str, str]) -> str:
@@ -29,7 +26,7 @@ def user_outbox(env: Mapping[str, str]) -> str:
     return os.path.join(base, "gcm-checks", "outbox")
 
 
-def writable_outbox(settings: Any, env: Mapping[str, str]) -> Outbox:
+def writable_outbox(settings: "Settings", env: Mapping[str, str]) -> Outbox:
     """The site outbox, or - for gcm-run, which runs as the job user and
     usually cannot write the root-owned one - the user's own outbox; an item
     there is tried at once and kept for the user's next run."""
@@ -43,7 +40,7 @@ def writable_outbox(settings: Any, env: Mapping[str, str]) -> Outbox:
     return Outbox(user_outbox(env))
 
 
-def sender(ns: NotifySettings):
+def sender(ns: "Notify"):
     from gcm_checks.deadline import call_with_deadline
     from gcm_checks.notify.sinks import SINKS, SendError
 

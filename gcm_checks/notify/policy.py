@@ -17,10 +17,13 @@ rewrite the comment while a job runs. Admins can forbid job overrides with
 from __future__ import annotations
 
 import re
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
-from gcm_checks.notify.config import Channel, NotifySettings
+from gcm_checks.notify.config import Channel
 from gcm_checks.report.model import JobInfo
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Notify
 
 _TOKEN = re.compile(r"(?:^|[\s,;])gcm:notify=([A-Za-z_-]+)", re.IGNORECASE)
 _ALIASES = {
@@ -40,13 +43,14 @@ def job_choice(text: str) -> Optional[str]:
     return None
 
 
-def resolve_policy(ns: NotifySettings, job: JobInfo) -> str:
-    policy = ns.default_policy
-    for table, key in ((ns.cluster_policy, job.cluster), (ns.partition_policy, job.partition), (ns.user_policy, job.user)):
-        for who, p in table:
-            if who == key:
+def resolve_policy(ns: "Notify", job: JobInfo) -> str:
+    pol = ns.policy
+    policy = pol.default
+    for table, key in ((pol.clusters, job.cluster), (pol.partitions, job.partition), (pol.users, job.user)):
+        for who, p in table.items():
+            if str(who) == key:  # YAML may read a numeric name as an int
                 policy = p
-    if ns.allow_job_override:
+    if pol.allow_job_override:
         asked = job_choice(job.extra) or job_choice(job.comment)
         if asked:
             policy = asked
@@ -57,7 +61,7 @@ def should_send(policy: str, failed: bool) -> bool:
     return policy == "always" or (policy == "on_failure" and failed)
 
 
-def channel_wants(ns: NotifySettings, channel: Channel, job: JobInfo, failed: bool) -> bool:
+def channel_wants(ns: "Notify", channel: Channel, job: JobInfo, failed: bool) -> bool:
     policy = channel.when or resolve_policy(ns, job)
     return should_send(policy, failed)
 
@@ -65,20 +69,21 @@ def channel_wants(ns: NotifySettings, channel: Channel, job: JobInfo, failed: bo
 _ADDR = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*$")
 
 
-def recipients(ns: NotifySettings, job: JobInfo) -> List[str]:
+def recipients(ns: "Notify", job: JobInfo) -> List[str]:
     """E-mail addresses for the job's user; [] when none can be found.
 
     Every candidate must look like one plain address: a --mail-user with a
     newline or a comma must not add headers or recipients.
     """
     candidates: List[Any] = []
-    if ns.use_mail_user and job.mail_user:
+    email = ns.email
+    if email.use_mail_user and job.mail_user:
         candidates.append(job.mail_user)
-    for user, addr in ns.addresses:
-        if user == job.user:
+    for user, addr in email.addresses.items():
+        if str(user) == job.user:
             candidates.append(addr)
-    if ns.domain_template and job.user:
-        candidates.append(ns.domain_template.format(user=job.user))
+    if email.domain_template and job.user:
+        candidates.append(email.domain_template.format(user=job.user))
     for c in candidates:
         c = str(c).strip()
         if _ADDR.match(c):

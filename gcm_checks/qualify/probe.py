@@ -341,7 +341,7 @@ def measure(ctx: Any, seconds: float) -> PerfFacts:
     gpus = gpus_from_nvml(facts)
     if not gpus:
         return PerfFacts("none", problem="NVML lists no GPUs to probe")
-    kind = choose(str(settings.get("qualify.probe", "auto") or "auto"))
+    kind = choose(settings.qualify.probe)
     budget = max(1.0, ctx.remaining() - 2.0)
     if kind == "none":
         return PerfFacts("none", problem="performance probe disabled (qualify.probe: none)")
@@ -351,11 +351,11 @@ def measure(ctx: Any, seconds: float) -> PerfFacts:
         one = torch_one if kind == "torch" else cupy_one
         # Per GPU: the timed part plus allocation and warm-up; never past the run budget.
         return _parallel(gpus, lambda i: one(i, seconds), min(budget, seconds * 3 + 30), kind, "bf16" if kind == "torch" else "fp16")
-    fraction = float(settings.get("qualify.fraction", 0.85))
-    overrides = settings.get("qualify.baselines", {}) or {}
+    fraction = settings.qualify.fraction
+    overrides = settings.qualify.baselines
     thresholds: Dict[str, Optional[float]] = {}
     for m in METRICS:
         figs = [lookup(g.name, overrides).expected(m) for g in gpus]
         known = [f for f in figs if f]
         thresholds[m] = min(known) * fraction if known else None
-    return probe_dcgm(gpus, thresholds, str(settings.get("dcgm.dcgmi", None) or "dcgmi"), budget)
+    return probe_dcgm(gpus, thresholds, settings.dcgm.dcgmi or "dcgmi", budget)  # null: search (no PATH)

@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from gcm_checks.qualify.levels import Level
 from gcm_checks.result import CheckResult, Status, verdict
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 QUALIFIED_FEATURE = "gcm_qualified"
 
@@ -54,7 +57,7 @@ class QualifyOutcome:
         return self.verdict in (Status.PASS, Status.WARN)
 
 
-def with_disabled(settings: Any, ids: Sequence[str]) -> Any:
+def with_disabled(settings: "Settings", ids: Sequence[str]) -> Any:
     """A copy of ``settings`` with ``ids`` added to checks.disabled."""
     import copy
 
@@ -77,7 +80,7 @@ def run_phases(ctx: Any, level: Level, progress: Optional[Progress] = None) -> L
     total = len(level.suites)
     for i, tag in enumerate(level.suites):
         settings = with_disabled(base, already)
-        specs = select(tag, settings.get("checks.disabled", []) or [])
+        specs = select(tag, settings.checks.disabled)
         if progress:
             progress(i, total, tag, None)
         ctx.settings = settings
@@ -93,7 +96,7 @@ def run_phases(ctx: Any, level: Level, progress: Optional[Progress] = None) -> L
 
 
 def qualify(
-    settings: Any,
+    settings: "Settings",
     level: Level,
     *,
     sim: Optional[str] = None,
@@ -144,7 +147,7 @@ def drain_reason(fail: CheckResult) -> str:
     return slurm.make_drain_reason(fail.check, fail.subject, str(short or fail.message), context="qualify")
 
 
-def publish(outcome: QualifyOutcome, settings: Any, *, state_dir: str, dry_run: bool = False,
+def publish(outcome: QualifyOutcome, settings: "Settings", *, state_dir: str, dry_run: bool = False,
             out: Any = None, log: Any = None) -> Tuple[str, Optional[str]]:
     """Feature on pass, drain on fail, nothing on unknown. Returns (action, reason).
 

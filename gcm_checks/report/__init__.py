@@ -18,22 +18,25 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from gcm_checks.report.assembly import (
     Assembled, Classifier, assemble, contribute, report_paths, stuck_after, with_job_facts, write_report,
 )
-from gcm_checks.report.model import SCHEMA, SCHEMA_VERSION, JobInfo, ReportSettings
+from gcm_checks.report.model import SCHEMA, SCHEMA_VERSION, JobInfo
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 __all__ = [
-    "SCHEMA", "SCHEMA_VERSION", "JobInfo", "ReportSettings", "Assembled",
+    "SCHEMA", "SCHEMA_VERSION", "JobInfo", "Assembled",
     "contribute", "assemble", "assemble_and_notify", "sweep", "sweep_and_prune", "write_report", "report_paths",
 ]
 
 
 def assemble_and_notify(
     job: JobInfo,
-    settings: Any,
+    settings: "Settings",
     *,
     node: str,
     budget_s: float,
@@ -61,7 +64,7 @@ def assemble_and_notify(
         out.update(assembled=True, paths=done.paths, user_copy=done.user_copy or done.user_copy_error)
         from gcm_checks import notify
 
-        ns = notify.NotifySettings.coerce(settings)
+        ns = settings.notify
         out["queued"] = notify.enqueue_report(done.report, job, settings)
         # Where a refinement pass runs (accounting.notify_wait_s > 0), the
         # first delivery waits for sacct's final word on the job.
@@ -85,7 +88,7 @@ def assemble_and_notify(
     return out
 
 
-def sweep(settings: Any, *, node: str = "", now: Optional[float] = None) -> List[str]:
+def sweep(settings: "Settings", *, node: str = "", now: Optional[float] = None) -> List[str]:
     """Assemble jobs whose nodes never all reported; queue their notifications.
 
     Run by ``notify flush`` and the health run. Returns the keys assembled.
@@ -93,7 +96,7 @@ def sweep(settings: Any, *, node: str = "", now: Optional[float] = None) -> List
     from gcm_checks import notify
     from gcm_checks.report import spool
 
-    rs = ReportSettings.coerce(settings)
+    rs = settings.report
     node = node or os.uname().nodename.split(".")[0]
     done_keys = []
     for key in spool.overdue(rs.spool_dir, rs.gather_timeout_s, now, stuck_after(rs)):
@@ -105,7 +108,7 @@ def sweep(settings: Any, *, node: str = "", now: Optional[float] = None) -> List
     return done_keys
 
 
-def sweep_and_prune(settings: Any, *, node: str = "") -> List[str]:
+def sweep_and_prune(settings: "Settings", *, node: str = "") -> List[str]:
     """What runs before a full delivery (``notify flush``, the health run):
     assemble overdue reports (queueing their notifications), then forget
     what is past retention. Handed to ``notify.flush(sweep=...)`` by its
@@ -114,7 +117,7 @@ def sweep_and_prune(settings: Any, *, node: str = "") -> List[str]:
     from gcm_checks.report import spool
 
     assembled = sweep(settings, node=node)
-    rs = ReportSettings.coerce(settings)
+    rs = settings.report
     # Spool first: once a job's dir is gone nothing can enqueue its keys, so
     # forgetting their sent records afterwards cannot cause a second send.
     spool.prune(rs.spool_dir, rs.retention_s)

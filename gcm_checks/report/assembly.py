@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 
-from gcm_checks.report.model import JobInfo, ReportSettings
+from gcm_checks.report.model import JobInfo
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Report, Settings
 
 # classifier(job, logs, contributions) -> classification dict; runs on the
 # assembling node, which is the one holding the log tails.
@@ -31,7 +34,7 @@ class Assembled:
     notes: List[str] = field(default_factory=list)
 
 
-def contribute(job: JobInfo, node: str, evidence: Mapping[str, Any], settings: Any) -> str:
+def contribute(job: JobInfo, node: str, evidence: Mapping[str, Any], settings: "Settings") -> str:
     """Write this node's evidence to the job's spool dir; returns its path.
 
     ``evidence`` keys the renderers know: ``results`` (CheckResult or dicts),
@@ -42,18 +45,18 @@ def contribute(job: JobInfo, node: str, evidence: Mapping[str, Any], settings: A
     from gcm_checks.report import spool
     from gcm_checks.report.model import node_evidence
 
-    rs = ReportSettings.coerce(settings)
+    rs = settings.report
     return spool.write_contribution(rs.spool_dir, job, node, node_evidence(evidence, rs.evidence_max_items))
 
 
-def report_paths(settings: Any, key: str) -> Dict[str, str]:
+def report_paths(settings: "Settings", key: str) -> Dict[str, str]:
     from gcm_checks.report.spool import safe_name
 
-    d = os.path.join(ReportSettings.coerce(settings).report_dir, safe_name(key))
+    d = os.path.join(settings.report.report_dir, safe_name(key))
     return {name: os.path.join(d, name) for name in ("report.json", "report.txt", "report.html")}
 
 
-def write_report(report: Mapping[str, Any], settings: Any) -> Dict[str, str]:
+def write_report(report: Mapping[str, Any], settings: "Settings") -> Dict[str, str]:
     """All three formats, each atomically, json last: its presence means done."""
     from gcm_checks.report.render import render_all
     from gcm_checks.jsonfile import write_atomic
@@ -67,7 +70,7 @@ def write_report(report: Mapping[str, Any], settings: Any) -> Dict[str, str]:
 
 def assemble(
     job: Optional[JobInfo],
-    settings: Any,
+    settings: "Settings",
     *,
     node: str,
     key: Optional[str] = None,
@@ -84,7 +87,7 @@ def assemble(
     from gcm_checks.report import build, spool
     from gcm_checks.report.render import to_text
 
-    rs = ReportSettings.coerce(settings)
+    rs = settings.report
     key = key or (job.key if job else "")
     if job is None:
         job = spool.read_job(rs.spool_dir, key)
@@ -109,7 +112,7 @@ def assemble(
     try:
         from gcm_checks.report.runlink import read_run_status
 
-        run_status = read_run_status(job, rs)
+        run_status = read_run_status(job, settings)
     except Exception as e:  # noqa: BLE001 - gcm-run's status is a bonus, never the report's end
         notes.append(f"gcm-run status not read: {type(e).__name__}: {e}")
     report = build.build_report(job, contribs, classification=classification, logs=logs, generated_by=node, notes=notes,
@@ -118,7 +121,7 @@ def assemble(
     from gcm_checks.report.progress import attach
 
     attach(report, job, rs.read_timeout_s)
-    paths = write_report(report, rs)
+    paths = write_report(report, settings)
     spool.mark_assembled(rs.spool_dir, key, node, paths["report.json"])
     done = Assembled(key, report, paths, notes=notes)
     if rs.copy_to_workdir and job.work_dir and job.uid is not None:
@@ -156,7 +159,7 @@ def with_job_facts(job: JobInfo, contribs: Mapping[str, Any]) -> JobInfo:
     return replace(job, **fill) if fill else job
 
 
-def stuck_after(rs: ReportSettings) -> float:
+def stuck_after(rs: "Report") -> float:
     # Long enough that a live assembler (log reads are bounded by
     # read_timeout_s) has certainly finished.
     return max(900.0, 10 * rs.read_timeout_s)

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
 
-from gcm_checks.report.model import SCHEMA, SCHEMA_VERSION, JobInfo, ReportSettings
+from gcm_checks.report.model import SCHEMA, SCHEMA_VERSION, JobInfo
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Report
 
 
 # Classifier categories that do not make a job "failed" for the report and
@@ -18,7 +21,7 @@ from gcm_checks.report.model import SCHEMA, SCHEMA_VERSION, JobInfo, ReportSetti
 NOT_FAILURES = frozenset({"success", "unknown", "cancelled_user"})
 
 
-def collect_logs(job: JobInfo, settings: ReportSettings) -> List[Dict[str, Any]]:
+def collect_logs(job: JobInfo, settings: "Report") -> List[Dict[str, Any]]:
     """Bounded tails of the job's stdout/stderr, each cut said out loud.
 
     The budget is per file and in total; what is cut is named with its full

@@ -177,66 +177,6 @@ MAX_PAD = 10  # digits of zero padding in a stdio pattern
 MAX_PATH = 4096  # PATH_MAX
 
 
-@dataclass(frozen=True)
-class ReportSettings:
-    """The ``report:`` config section. Paths are node-local unless noted."""
-
-    spool_dir: str = "/var/spool/gcm-checks/contrib"  # shared FS in production: nodes meet here
-    report_dir: str = "/var/spool/gcm-checks/reports"  # durable node-local copy for admins
-    outbox_dir: str = "/var/spool/gcm-checks/outbox"
-    copy_to_workdir: bool = False  # also write <workdir>/gcm-report-<job>.txt, as the user
-    workdir_name: str = "gcm-report-{job}.{ext}"
-    log_tail_bytes: int = 64 * 1024  # per file
-    log_total_bytes: int = 256 * 1024  # all files together
-    evidence_max_items: int = 200  # per node and kind (xids, results, ...)
-    gather_timeout_s: float = 300.0  # wait this long for every node's evidence
-    read_timeout_s: float = 5.0
-    retention_s: float = 30 * 86400.0  # spool dirs and outbox/sent records
-
-    @classmethod
-    def from_mapping(cls, m: Optional[Mapping[str, Any]]) -> "ReportSettings":
-        names = {f.name: f for f in fields(cls)}
-        kw = {}
-        for k, v in (m or {}).items():
-            if k not in names:
-                raise ValueError(f"report: unknown key {k!r}")
-            kw[k] = v
-        return cls(**kw)
-
-    @classmethod
-    def coerce(cls, settings: Any) -> "ReportSettings":
-        """Accept our dataclass, a ``report:`` mapping, a whole config mapping,
-        or the lead's Settings object with a ``report`` attribute."""
-        if isinstance(settings, cls):
-            return settings
-        if settings is None:
-            return cls()
-        sub = _section(settings, "report")
-        if isinstance(sub, cls):
-            return sub
-        return cls.from_mapping(sub)
-
-
-def _section(settings: Any, name: str) -> Any:
-    if isinstance(settings, Mapping):
-        return settings.get(name, settings if _looks_like(settings, name) else {})
-    for attr in (name,):
-        if hasattr(settings, attr):
-            return getattr(settings, attr)
-    for attr in ("raw", "data", "sections"):
-        v = getattr(settings, attr, None)
-        if isinstance(v, Mapping):
-            return v.get(name, {})
-    return {}
-
-
-def _looks_like(m: Mapping[str, Any], name: str) -> bool:
-    keys = set(m)
-    if name == "report":
-        return bool(keys) and keys <= {f.name for f in fields(ReportSettings)}
-    return bool(keys) and bool(keys & {"channels", "policy", "backoff_s"})
-
-
 def node_evidence(evidence: Mapping[str, Any], max_items: int) -> Dict[str, Any]:
     """Normalise one node's evidence into JSON-able, bounded form.
 
@@ -283,7 +223,6 @@ __all__ = [
     "SCHEMA",
     "SCHEMA_VERSION",
     "JobInfo",
-    "ReportSettings",
     "expand_hostlist",
     "expand_stdio",
     "node_evidence",

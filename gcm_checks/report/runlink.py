@@ -21,7 +21,10 @@ the only gcm-run messages left, one per episode, under
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 RUN_DIR = ".gcm-run"
 MAX_STATUS_BYTES = 256 * 1024
@@ -33,16 +36,15 @@ def run_status_path(work_dir: str, job_key: str) -> str:
     return os.path.join(work_dir, RUN_DIR, f"{safe_name(job_key)}.status.json")
 
 
-def read_run_status(job: Any, settings: Any) -> Optional[Dict[str, Any]]:
+def read_run_status(job: Any, settings: "Settings") -> Optional[Dict[str, Any]]:
     """gcm-run's status for this job run, condensed; None when there is none."""
     from gcm_checks import safeio
-    from gcm_checks.report.model import ReportSettings
 
     if not job.work_dir:
         return None
     if job.uid is None and os.geteuid() == 0:
         return None  # cannot read as the owner: do not read as root
-    rs = ReportSettings.coerce(settings)
+    rs = settings.report
     path = run_status_path(job.work_dir, job.key)
     tail = safeio.read_tail(path, uid=job.uid, gid=job.gid, max_bytes=MAX_STATUS_BYTES, timeout=rs.read_timeout_s,
                             user=job.user)

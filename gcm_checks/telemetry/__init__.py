@@ -21,12 +21,15 @@ to the non-passing results.
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Optional
+
+if TYPE_CHECKING:
+    from gcm_checks.config.types import Settings
 
 
 def export(
     results: Iterable[Any],
-    settings: Any,
+    settings: "Settings",
     *,
     mode: str,
     node: str,
@@ -48,8 +51,9 @@ def export(
     outcome: Dict[str, str] = {}
     try:
         allowed = set(sinks) if sinks is not None else {"prometheus", "otlp"}
-        textfile_dir = settings.get("telemetry.prometheus_textfile_dir") if "prometheus" in allowed else None
-        endpoint = settings.get("telemetry.otlp_endpoint") if "otlp" in allowed else None
+        tel = settings.telemetry
+        textfile_dir = tel.prometheus_textfile_dir if "prometheus" in allowed else None
+        endpoint = tel.otlp_endpoint if "otlp" in allowed else None
         if not textfile_dir and not endpoint:
             return outcome
         from gcm_checks.telemetry.model import build, job_gpus as parse_gpus
@@ -88,8 +92,7 @@ def export(
             from gcm_checks.telemetry import otlp
 
             otlp.export(samples, events, endpoint=str(endpoint), node=node, mode=mode,
-                        timeout=float(settings.get("telemetry.otlp_timeout_s", 2.0) or 2.0),
-                        headers=settings.get("telemetry.otlp_headers", {}) or {})
+                        timeout=tel.otlp_timeout_s, headers=tel.otlp_headers)
             outcome["otlp"] = "ok"
         except ImportError as e:
             outcome["otlp"] = f"error: opentelemetry-sdk not installed ({e}); pip install gcm-checks[otlp]"

@@ -48,12 +48,10 @@ def exit_report(status: Mapping[str, Any], classification: Optional[Mapping[str,
                 settings: Any) -> Dict[str, Any]:
     """A report of the job-report schema for a run outside Slurm."""
     from gcm_checks.report import build
-    from gcm_checks.report.model import ReportSettings
     from gcm_checks.report.progress import from_status
 
     job = job_for_run(status, env)
-    rs = ReportSettings.coerce(settings)
-    logs = build.collect_logs(job, rs)
+    logs = build.collect_logs(job, settings.report)
     cls = dict(classification) if classification and classification.get("available") else None
     notes = [] if cls or not classification else [str(classification.get("error") or "not classified")]
     report = build.build_report(job, {}, classification=cls, logs=logs,
@@ -104,7 +102,6 @@ def deliver(kind: str, event: str, job: Any, *, report: Optional[Mapping[str, An
             budget_s: Optional[float] = None) -> Dict[str, Any]:
     """Queue one notice per user channel and try it now. Returns what happened."""
     from gcm_checks import notify
-    from gcm_checks.notify.config import NotifySettings
     from gcm_checks.notify.policy import recipients
     from gcm_checks.notify.delivery import writable_outbox as _writable_outbox
     from gcm_checks.notify.sinks import slack_escape
@@ -114,7 +111,7 @@ def deliver(kind: str, event: str, job: Any, *, report: Optional[Mapping[str, An
         from gcm_checks import config
 
         settings = config.load()
-    ns = NotifySettings.coerce(settings)
+    ns = settings.notify
     box = _writable_outbox(settings, env)
     keys: List[str] = []
     skipped: Dict[str, str] = {}

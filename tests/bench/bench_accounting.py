@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from gcm_checks import slurm
+from gcm_checks import slurm, testing
 from gcm_checks.accounting import refine
 from gcm_checks.accounting.diagnose import failure_trends
 from gcm_checks.accounting.records import group_rows
@@ -61,8 +61,8 @@ def bench_pass(n_jobs: int = 2_000) -> dict:
 
     d = tempfile.mkdtemp(prefix="gcm-bench-acct-")
     try:
-        s = {"state_dir": f"{d}/st", "report": {"report_dir": f"{d}/r", "outbox_dir": f"{d}/o"},
-             "accounting": {"interval_s": 300.0, "settle_s": 0.0, "lookback_s": 86400.0}}
+        s = testing.settings({"state_dir": f"{d}/st", "report": {"report_dir": f"{d}/r", "outbox_dir": f"{d}/o"},
+                              "accounting": {"interval_s": 300.0, "settle_s": 0.0, "lookback_s": 86400.0}})
         for i in range(n_jobs):
             job = JobInfo(job_id=str(i), user="alice", uid=1001, nodes=(f"gpu{i % 97:03d}",), exit_status="0:0",
                           state="COMPLETING")
@@ -103,10 +103,11 @@ def bench_trends(n_jobs: int = 20_000) -> dict:
 
 FLEET_CHILD = r"""
 import json, os, sys, tempfile, time
+from gcm_checks import testing
 from gcm_checks.accounting.diagnose import failure_trends
 d = tempfile.mkdtemp(prefix="gcm-bench-fleet-")
-s = {"state_dir": d + "/st", "report": {"report_dir": d + "/r", "outbox_dir": d + "/o"},
-     "accounting": {"sacct": sys.argv[1], "timeout_s": 600.0}}
+s = testing.settings({"state_dir": d + "/st", "report": {"report_dir": d + "/r", "outbox_dir": d + "/o"},
+                      "accounting": {"sacct": sys.argv[1], "timeout_s": 600.0}})
 t0 = 1_800_000_000.0
 t = time.perf_counter()
 doc = failure_trends(s, since=t0 - 3600, until=t0 + 700000)
@@ -137,14 +138,15 @@ def bench_fleet_failures(rows: int = 1_000_000) -> dict:
 
 REFINE_CHILD = r"""
 import json, os, sys, tempfile, time
+from gcm_checks import testing
 from gcm_checks.accounting import refine
 from gcm_checks.report import write_report
 from gcm_checks.report.build import build_report
 from gcm_checks.report.model import JobInfo
 d = tempfile.mkdtemp(prefix="gcm-bench-refine-")
 t0 = 1_800_000_000.0
-s = {"state_dir": d + "/st", "report": {"report_dir": d + "/r", "outbox_dir": d + "/o", "spool_dir": d + "/sp"},
-     "accounting": {"sacct": sys.argv[1], "timeout_s": 600.0, "lookback_s": 8 * 86400.0, "settle_s": 0.0}}
+s = testing.settings({"state_dir": d + "/st", "report": {"report_dir": d + "/r", "outbox_dir": d + "/o", "spool_dir": d + "/sp"},
+                      "accounting": {"sacct": sys.argv[1], "timeout_s": 600.0, "lookback_s": 8 * 86400.0, "settle_s": 0.0}})
 # Reports for every 250th job (this node's share), so the pass also refines.
 n_reports = int(sys.argv[2])
 for i in range(0, n_reports * 250, 250):
@@ -154,7 +156,7 @@ t = time.perf_counter()
 p = refine.refine_pass(s, now=t0 + 8 * 86400.0, deliver=False)
 dt = round(time.perf_counter() - t, 2)
 hwm = next(int(ln.split()[1]) for ln in open("/proc/self/status") if ln.startswith("VmHWM:"))
-st = os.path.getsize(refine.state_file_of(s))
+st = os.path.getsize(s.accounting_state_file)
 print(json.dumps({"runs": p.runs_seen, "refined": len(p.refined), "confirmed": len(p.confirmed),
                   "no_report": p.no_report_count, "errors": p.errors[:3], "seconds": dt, "peak_rss_mb": hwm // 1024,
                   "state_bytes": st, "reports": n_reports}))

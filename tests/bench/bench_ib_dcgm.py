@@ -19,10 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
-
-class _Settings(dict):
-    def get(self, key, default=None):  # dotted keys, flat
-        return super().get(key, default)
+from gcm_checks import testing
 
 
 def _best_ms(fn, repeat: int = 50) -> float:
@@ -45,7 +42,7 @@ def measure() -> dict:
     with tempfile.TemporaryDirectory() as d:
         root, state = Path(d) / "root", Path(d) / "state"
         ib.write_sysfs_tree(root, [{"device": f"mlx5_{i}", "port": 1} for i in range(8)])
-        settings = _Settings({"infiniband.expected_hcas": [f"mlx5_{i}" for i in range(8)], "infiniband.min_rate_gbps": 400})
+        settings = testing.settings({"infiniband.expected_hcas": [f"mlx5_{i}" for i in range(8)], "infiniband.min_rate_gbps": 400})
         ctx = SimpleNamespace(settings=settings, state_dir=state, sim=None, sysfs_root=lambda: str(root))
         out["ib_read_sysfs_8_ports_ms"] = _best_ms(lambda: ib.read_sysfs(root))
         out["ib_gather_with_baseline_8_ports_ms"] = _best_ms(lambda: ib_checks.gather_ib(ctx))
@@ -55,7 +52,7 @@ def measure() -> dict:
         out["ib_judge_6_checks_ms"] = _best_ms(lambda: [c(facts, settings) for c in checks])
     doc = dcgm_diag_json(8, {1: "GPU 1 bad", 7: "GPU 7 bad"})
     out["dcgm_parse_and_judge_8_gpus_ms"] = _best_ms(
-        lambda: dcgm_checks.check_dcgm_diag(CannedBackend(doc).run(1, 60), _Settings())
+        lambda: dcgm_checks.check_dcgm_diag(CannedBackend(doc).run(1, 60), testing.settings())
     )
     return out
 

@@ -31,7 +31,7 @@ def _best_ms(fn, repeat: int = 20) -> float:
 
 
 def measure() -> dict:
-    from gcm_checks import report, safeio
+    from gcm_checks import report, safeio, testing
     from gcm_checks.report.model import JobInfo
     from gcm_checks.result import failed, passed
 
@@ -47,8 +47,9 @@ def measure() -> dict:
             f.write(b"x" * 99 + b"\n")
         if as_root:
             os.chown(log, UID, GID)
-        s = {"report": {"spool_dir": f"{base}/spool", "report_dir": f"{base}/reports", "outbox_dir": f"{base}/outbox"},
-             "notify": {"channels": [{"name": "h", "type": "webhook", "url": "http://127.0.0.1:9/"}], "handoff": "queue"}}
+        s = testing.settings({
+            "report": {"spool_dir": f"{base}/spool", "report_dir": f"{base}/reports", "outbox_dir": f"{base}/outbox"},
+            "notify": {"channels": [{"name": "h", "type": "webhook", "url": "http://127.0.0.1:9/"}], "handoff": "queue"}})
         evidence = {"results": [passed("gpu.count", "8 GPUs")] * 20 + [failed("gpu.ecc", "2 uncorrectable", "GPU 3")],
                     "xids": [{"code": 79, "gpu": "GPU 3", "name": "fallen off the bus"}]}
         n = [0]
