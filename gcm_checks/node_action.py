@@ -24,7 +24,7 @@ def node_context(args: Any, settings: "Settings", **kw: Any) -> Any:
     """The decision's context from the command line and the settings."""
     from gcm_checks.decide import NodeContext
 
-    # As slurm.report_only(), without importing slurm.py on the healthy path.
+    # As slurm.report_only(), without importing the slurm package on the healthy path.
     report_only = settings.report_only
     return NodeContext(report_only=report_only, dry_run=bool(getattr(args, "dry_run", False)),
                        config_error=getattr(settings, "config_error", None), **kw)

@@ -75,7 +75,7 @@ SCHEMA: Dict[str, Any] = {
         "unlisted_ports": Key("str", "warn", "Status for present InfiniBand ports not in expected that are not ACTIVE/LinkUp (fail drains for a dead rail without a per-node list).", choices=("fail", "warn", "ignore")),
         "error_counters_warn": Key("any", None, "Error counters whose growth between runs warns: a list, or {counter: min growth}; null = built-in set.", nullable=True),
     },
-    # DCGM diagnostics (gcm_checks.dcgm, gcm_checks.checks.dcgm).
+    # DCGM diagnostics (gcm_checks.gather.dcgm, gcm_checks.checks.dcgm).
     "dcgm": {
         "level": Key("int", 1, "dcgmi diag run level in the epilog (the runner raises it to 2 after hardware suspicion).", choices=(1, 2, 3, 4)),
         "timeout_s": Key("float", None, "Deadline for one dcgmi diag run; null = per level (120/300/2700/9000 s). Capped by the run budget.", nullable=True, minimum=1),
@@ -273,7 +273,7 @@ def check_ids_known(data: Mapping[str, Any], source: str) -> None:
     """Raise ConfigError for an id in ``checks.disabled`` (top level or any
     node section) that names no registered check. Only ``config check`` calls
     this: it imports every check module, which the prolog must not pay for
-    (at run time an unknown id is a warning, gcm_checks.runner)."""
+    (at run time an unknown id is a warning, gcm_checks.suite)."""
     from gcm_checks.checks import load_all
     from gcm_checks.registry import CHECKS, unmatched
 
