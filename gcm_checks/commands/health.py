@@ -1,28 +1,8 @@
-"""``gcm-checks health``: the periodic run for Slurm's ``HealthCheckProgram``
-(the mode itself: gcm_checks/health.py).
+"""``gcm-checks health``: the periodic run for Slurm's ``HealthCheckProgram``.
 
-slurmd runs it every ``HealthCheckInterval`` whether or not a job is on the
-node. It runs the ``health`` suite and applies the ownership rules of
-``gcm_checks.slurm``:
-
-* a failure drains the node with a ``gcm:`` reason, unless someone else
-  already drained it (their reason is kept, our finding logged);
-* when the check that caused our own drain passes again, the node is resumed
-  (``slurm.resume_on_pass``, default on; only ever our drain);
-* health is published as ``gcm_ok`` / ``gcm_degraded`` plus a summary in
-  ``Extra``, on transitions only. ``scontrol reconfigure`` wipes
-  scontrol-set features, so they are re-applied from local state when
-  slurm.conf changed (checked locally, no RPC) and at least every
-  ``FEATURE_VERIFY_S`` (one read) for a reconfigure without an edit.
-
-A healthy node with nothing to change makes no Slurm call. An unreachable
-slurmctld costs at most ``slurm.timeout_s`` per call and a log line - never a
-hang, never a drain. ``unknown`` results change nothing in Slurm.
-
-Exit status: 100 (decide.EXIT_DRAIN) when the decision was a drain, else 0
-(slurmd only logs a non-zero health check; it never drains for it).
-Report-only changes nothing: no drain, no feature, no resume; the log,
-metrics and ``--json`` say what would have happened.
+Thin: parse arguments, call ``gcm_checks.health.run``, print. What the mode
+does (drain, resume, features, exit status) is documented once, in
+gcm_checks/health.py.
 """
 
 from __future__ import annotations
