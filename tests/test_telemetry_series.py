@@ -145,9 +145,9 @@ def test_extended_readings_follow_the_hardware():
                           retired_pages={"single_bit": 2, "double_bit": 1},
                           remapped_rows={"correctable": 4, "uncorrectable": 1, "pending": True, "failure": False},
                           nvlink={"links": 12, "down": [5], "errors": {"replay": 7, "crc_flit": 3}})
-    got = {(s.name, s.label_dict.get("type", "") + s.label_dict.get("cause", "") + s.label_dict.get("kind", "")
-            + s.label_dict.get("counter", "")): s.value
-           for s in hardware.gpu_samples(facts, "n") if s.label_dict["gpu"] == "2"}
+    got = {(s.name, dict(s.labels).get("type", "") + dict(s.labels).get("cause", "") + dict(s.labels).get("kind", "")
+            + dict(s.labels).get("counter", "")): s.value
+           for s in hardware.gpu_samples(facts, "n") if dict(s.labels)["gpu"] == "2"}
     assert got[("gcm_gpu_power_watts", "")] == 412.5
     assert got[("gcm_gpu_sm_clock_hertz", "")] == 1755e6
     assert got[("gcm_gpu_ecc_errors", "correctedaggregate")] == 9

@@ -147,10 +147,6 @@ class Sample:
     value: float
 
     @property
-    def label_dict(self) -> Dict[str, str]:
-        return dict(self.labels)
-
-    @property
     def metric(self) -> Metric:
         return spec(self.name)
 
