@@ -15,15 +15,15 @@ from typing import Dict, List
 
 import pytest
 
+from gcm_checks.classify import corpus
+from gcm_checks.classify.corpus import MAX_TEXT_BYTES
 from gcm_checks.classify.taxonomy import CATEGORY_IDS
 
 CORPUS = Path(__file__).resolve().parent / "fixtures" / "classify_corpus" / "b.jsonl"
-FIELDS = {"id", "label", "alt_label", "text", "source", "stack"}
 # Floors for this half of the corpus (a.jsonl is the other half); raise them as it grows.
 MIN_ROWS = 200
 MIN_PER_CLASS = 10
 MIN_SOURCES = 90
-MAX_TEXT_BYTES = 6144
 
 
 def load_rows(path: Path) -> List[Dict]:
@@ -40,33 +40,7 @@ def load_rows(path: Path) -> List[Dict]:
 
 
 def shape_problems(rows: List[Dict]) -> List[str]:
-    """Every way the rows break the corpus format, as readable strings."""
-    problems = []
-    seen = set()
-    for r in rows:
-        rid = r.get("id", "?")
-        if set(r) != FIELDS:
-            problems.append(f"{rid}: fields {sorted(r)} != {sorted(FIELDS)}")
-        if not str(rid).startswith("b-"):
-            problems.append(f"{rid}: id must start with 'b-'")
-        if rid in seen:
-            problems.append(f"{rid}: duplicate id")
-        seen.add(rid)
-        if r.get("label") not in CATEGORY_IDS:
-            problems.append(f"{rid}: label {r.get('label')!r} not in the taxonomy")
-        alt = r.get("alt_label")
-        if alt is not None and (alt not in CATEGORY_IDS or alt == r.get("label")):
-            problems.append(f"{rid}: alt_label {alt!r} invalid")
-        text = r.get("text")
-        if not isinstance(text, str) or not text.strip():
-            problems.append(f"{rid}: empty text")
-        elif len(text.encode("utf-8")) > MAX_TEXT_BYTES:
-            problems.append(f"{rid}: text over {MAX_TEXT_BYTES} bytes")
-        if not isinstance(r.get("source"), str) or not r["source"].strip():
-            problems.append(f"{rid}: no source")
-        if not isinstance(r.get("stack"), str) or not r["stack"].strip():
-            problems.append(f"{rid}: no stack")
-    return problems
+    return corpus.shape_problems(rows, "b-")
 
 
 @pytest.fixture(scope="module")

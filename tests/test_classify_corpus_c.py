@@ -17,13 +17,12 @@ from typing import Dict, List
 
 import pytest
 
-from gcm_checks.classify.corpus import load, thread_key
+from gcm_checks.classify import corpus
+from gcm_checks.classify.corpus import MAX_TEXT_BYTES, load, thread_key
 from gcm_checks.classify.taxonomy import CATEGORY_IDS
 
 DIR = Path(__file__).resolve().parent / "fixtures" / "classify_corpus"
 CORPUS = DIR / "c.jsonl"
-FIELDS = {"id", "label", "alt_label", "text", "source", "stack"}
-MAX_TEXT_BYTES = 6144
 MIN_ROWS = 180
 MIN_SOURCES = 150
 # The classes the classifier was weakest on when c.jsonl was gathered get more rows.
@@ -34,40 +33,7 @@ MIN_OTHER = 6
 
 
 def shape_problems(rows: List[Dict], seen_threads: "set[str]") -> List[str]:
-    """Every way the rows break the corpus format or reuse a seen thread, as readable strings."""
-    problems = []
-    ids, texts = set(), set()
-    for r in rows:
-        rid = r.get("id", "?")
-        if set(r) != FIELDS:
-            problems.append(f"{rid}: fields {sorted(r)} != {sorted(FIELDS)}")
-        if not str(rid).startswith("c-"):
-            problems.append(f"{rid}: id must start with 'c-'")
-        if rid in ids:
-            problems.append(f"{rid}: duplicate id")
-        ids.add(rid)
-        if r.get("label") not in CATEGORY_IDS:
-            problems.append(f"{rid}: label {r.get('label')!r} not in the taxonomy")
-        alt = r.get("alt_label")
-        if alt is not None and (alt not in CATEGORY_IDS or alt == r.get("label")):
-            problems.append(f"{rid}: alt_label {alt!r} invalid")
-        text = r.get("text")
-        if not isinstance(text, str) or not text.strip():
-            problems.append(f"{rid}: empty text")
-        else:
-            if len(text.encode("utf-8")) > MAX_TEXT_BYTES:
-                problems.append(f"{rid}: text over {MAX_TEXT_BYTES} bytes")
-            if text in texts:
-                problems.append(f"{rid}: duplicate text")
-            texts.add(text)
-        source = r.get("source")
-        if not isinstance(source, str) or not source.strip():
-            problems.append(f"{rid}: no source")
-        elif thread_key(source) in seen_threads:
-            problems.append(f"{rid}: source thread {thread_key(source)} is already in a.jsonl/b.jsonl")
-        if not isinstance(r.get("stack"), str) or not r["stack"].strip():
-            problems.append(f"{rid}: no stack")
-    return problems
+    return corpus.shape_problems(rows, "c-", seen_threads)
 
 
 @pytest.fixture(scope="module")
@@ -105,5 +71,5 @@ def test_shape_check_catches_broken_rows() -> None:
     bad = [dict(good, label="oom"), dict(good, id="b-1"), dict(good, source=""),
            dict(good, alt_label="gpu_oom"), dict(good, text="x" * (MAX_TEXT_BYTES + 1))]
     assert all(shape_problems([row], set()) for row in bad)
-    assert any("already in" in p for p in shape_problems([good], {"o/r#1"}))
+    assert any("already in another" in p for p in shape_problems([good], {"o/r#1"}))
     assert any("duplicate text" in p for p in shape_problems([good, dict(good, id="c-y")], set()))

@@ -77,3 +77,54 @@ def select(records: Iterable[Dict[str, Any]], split: Optional[str]) -> Iterator[
     for rec in records:
         if split in (None, "all") or split_of(rec) == split:
             yield rec
+
+
+# The record shape every corpus file keeps (tests/fixtures/classify_corpus/README.md).
+FIELDS = frozenset({"id", "label", "alt_label", "text", "source", "stack"})
+MAX_TEXT_BYTES = 6144
+
+
+def shape_problems(rows: Iterable[Dict[str, Any]], id_prefix: str,
+                   seen_threads: "frozenset[str] | set[str]" = frozenset()) -> List[str]:
+    """Every way ``rows`` break the corpus format, as readable strings (empty: fine).
+
+    ``id_prefix`` is the file's own (``c-`` for c.jsonl); ``seen_threads`` are
+    thread keys of other files that this one must not reuse, since a near-copy
+    of a thread already read would leak its answer into a held-out batch.
+    """
+    from gcm_checks.classify.taxonomy import CATEGORY_IDS
+
+    problems: List[str] = []
+    ids: set = set()
+    texts: set = set()
+    for r in rows:
+        rid = r.get("id", "?")
+        if set(r) != FIELDS:
+            problems.append(f"{rid}: fields {sorted(r)} != {sorted(FIELDS)}")
+        if not str(rid).startswith(id_prefix):
+            problems.append(f"{rid}: id must start with {id_prefix!r}")
+        if rid in ids:
+            problems.append(f"{rid}: duplicate id")
+        ids.add(rid)
+        if r.get("label") not in CATEGORY_IDS:
+            problems.append(f"{rid}: label {r.get('label')!r} not in the taxonomy")
+        alt = r.get("alt_label")
+        if alt is not None and (alt not in CATEGORY_IDS or alt == r.get("label")):
+            problems.append(f"{rid}: alt_label {alt!r} invalid")
+        text = r.get("text")
+        if not isinstance(text, str) or not text.strip():
+            problems.append(f"{rid}: empty text")
+        else:
+            if len(text.encode("utf-8")) > MAX_TEXT_BYTES:
+                problems.append(f"{rid}: text over {MAX_TEXT_BYTES} bytes")
+            if text in texts:
+                problems.append(f"{rid}: duplicate text")
+            texts.add(text)
+        source = r.get("source")
+        if not isinstance(source, str) or not source.strip():
+            problems.append(f"{rid}: no source")
+        elif thread_key(source) in seen_threads:
+            problems.append(f"{rid}: source thread {thread_key(source)} is already in another corpus file")
+        if not isinstance(r.get("stack"), str) or not r["stack"].strip():
+            problems.append(f"{rid}: no stack")
+    return problems
