@@ -168,6 +168,67 @@ def test_streaming_is_exact_across_chunk_boundaries(chunk):
     assert got == want
 
 
+def _three_marks_body() -> bytes:
+    """XIDs (with continuations), SXids and both fallen-off-the-bus forms,
+    interleaved with noise that holds the search's anchor byte ("EXT4", a
+    run of X's long enough to make the reader fall back to plain finds)."""
+    lines = [b"NVRM: The NVIDIA GPU 0000:18:00.0", b"NVRM: (PCI ID: 10de:2901) installed in this system has",
+             b"NVRM: fallen off the bus and is not responding to commands."]
+    for i in range(40):
+        k = i % 8
+        if k == 0:
+            lines += [b"NVRM: Xid (PCI:0000:5d:00): 154, GPU recovery action changed from 0x0 (None) to",
+                      b"NVRM: 0x2 (Node Reboot Required)"]
+        elif k == 1:
+            lines.append(b"nvidia-nvswitch%d: SXid (PCI:0000:05:00.0): 20034, Fatal, Link %d LTSSM Fault Up" % (i % 3, i))
+        elif k == 2:
+            lines.append(b"NVRM: GPU 0000:29:00.0: GPU has fallen off the bus.")
+        elif k == 3:
+            lines += [b"NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+                      b"NVRM: GPU 0000:91:00.0: GPU has fallen off the bus."]
+        elif k == 4:
+            lines.append(b"NVRM: Xid (PCI:0000:3b:00): 48, pid=%d, DBE" % i)
+        elif k == 5:
+            lines.append(b"EXT4-fs (nvme0n1p2): mounted filesystem XFS X")
+        elif k == 6:
+            lines.append(b"X" * 5000)
+        else:
+            lines.append(b"nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 12028, Non-fatal, Link 32 egress non-posted PRIV")
+    return b"".join(b"[%12.6f] %s\n" % (100 + i / 1000, ln) for i, ln in enumerate(lines))
+
+
+# From 400 bytes: the three-line fallen-off form opens the file and must lie
+# in the first chunk (the look-back does not reach into the previous chunk).
+THREE_MARK_CHUNKS = list(range(400, 1400, 37)) + [1 << 20]
+
+
+@pytest.mark.parametrize("chunk", THREE_MARK_CHUNKS)
+def test_three_marks_across_chunk_edges_match_the_line_by_line_reading(tmp_path, monkeypatch, chunk):
+    import functools
+
+    from gcm_checks.xid.scan import SxidEvent, XidEvent, scan_all
+
+    body = _three_marks_body()
+    p = tmp_path / "kern.log"
+    p.write_bytes(body)
+    boot = 1_796_000_000.0
+    want = list(scan_all(kl.read_text(body.decode(), boot=boot, tz=UTC), tz=UTC))
+    monkeypatch.setattr(kl, "iter_lines_file", functools.partial(kl.iter_lines_file, chunk_size=chunk))
+    got = list(scan_all(kl.read_file(str(p), boot=boot, tz=UTC), tz=UTC))
+    assert got == want
+    xids = [e.xid for e in want if isinstance(e, XidEvent)]
+    assert xids[:3] == [79, 154, 79] and xids.count(48) == 5 and len([e for e in want if isinstance(e, SxidEvent)]) == 10
+    assert "PCI ID: 10de:2901" in want[0].line  # the three-line form, read as one event
+
+
+def test_three_mark_chunk_sizes_cut_through_every_mark():
+    """The sizes above do cut marks: each kind straddles some read boundary."""
+    body = _three_marks_body()
+    for mark in (b"NVRM: Xid", b": SXid (", b"fallen off the bus"):
+        starts = [i for i in range(len(body)) if body.startswith(mark, i)]
+        assert any(s // c != (s + len(mark) - 1) // c for c in THREE_MARK_CHUNKS for s in starts), mark
+
+
 def test_follow_stops_at_the_next_xid():
     import io
 
