@@ -67,8 +67,15 @@ def test_suspect_table(runs, suspects):
 
 def test_stored_report_wins_over_sacct_fields():
     rec = {r.key: r for r in group_rows(ROWS)}["2"]
-    from_report = trends.classify_for_trends(rec, {"classification": {"category": "nccl_comm", "responsibility": "infrastructure"}}, classify_run)
+    refined = {"classification": {"category": "nccl_comm", "responsibility": "infrastructure"}, "accounting": {"source": "sacct"}}
+    from_report = trends.classify_for_trends(rec, refined, classify_run)
     assert from_report["source"] == "report" and from_report["category"] == "nccl_comm"
+    # Not refined yet: judged again with the report's evidence, which still names NCCL.
+    line = "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1275, unhandled system error"
+    epilog = {"classification": {"category": "nccl_comm", "responsibility": "infrastructure",
+                                 "evidence": [{"source": "stderr", "line_no": 4, "text": line}]}}
+    again = trends.classify_for_trends(rec, epilog, classify_run)
+    assert again["source"] == "report" and again["category"] == "nccl_comm", again
     alone = trends.classify_for_trends(rec, None, classify_run)
     assert alone["source"] == "sacct" and alone["category"] == "unknown"
 
@@ -117,3 +124,35 @@ def test_a_failed_step_the_job_row_does_not_show_yet_is_never_counted_as_success
     assert classify_run(rec).rule == "sacct.step_failed"
     doc = failure_trends(None, since=t0 - 10, until=t0 + 10, fetch=lambda **kw: [job, step])
     assert set(doc["by_category"]) == {"unknown"} and doc["failed"] == 1
+
+
+def test_an_unrefined_report_saying_success_does_not_name_a_failed_run(tmp_path):
+    """The epilog saw the batch script exit 0 with nothing wrong in its log and
+    wrote "success"; accounting then shows a step that failed (srun's stderr
+    went elsewhere). Until the refinement pass rewrites that report, failures
+    must judge the run as `why` does - the record with the report's logs -
+    and not count a "success" failure (the outcome says failed)."""
+    from gcm_checks.classify import ClassifyInput, LogText, classify
+    from gcm_checks.report import write_report
+    from gcm_checks.report.build import build_report
+    from gcm_checks.report.model import JobInfo
+
+    t0 = 1_800_000_000.0
+    t = slurm.sacct_time(t0)
+    job = {"JobID": "6", "JobIDRaw": "6", "JobName": "x", "User": "root", "UID": "0", "Partition": "debug",
+           "State": "COMPLETED", "ExitCode": "0:0", "DerivedExitCode": "5:0", "Reason": "None", "Elapsed": "00:00:01",
+           "Timelimit": "01:00:00", "MaxRSS": "", "NodeList": "node1", "Submit": t, "Start": t, "End": t, "WorkDir": "/tmp"}
+    step = dict(job, JobID="6.1", JobIDRaw="6.1", JobName="bash", State="FAILED", ExitCode="5:0", DerivedExitCode="")
+    s = testing.settings(state_dir=str(tmp_path), report={"report_dir": str(tmp_path / "r"), "spool_dir": str(tmp_path / "s")})
+    log = "loading shards\nbatch script carries on\n"
+    epilog_cls = classify(ClassifyInput(logs=[LogText("stdout", log)], exit_code=0, signal=0)).to_dict()
+    assert epilog_cls["category"] == "success"  # all the epilog could know
+    info = JobInfo(job_id="6", user="root", uid=0, gid=0, name="x", nodes=("node1",), exit_status="0:0",
+                   state="COMPLETING", restart_count=0)
+    logs = [{"name": "stdout", "path": "/scratch/6.out", "size": len(log), "shown_bytes": len(log),
+             "truncated": False, "text": log, "note": ""}]
+    write_report(build_report(info, {"node1": {"node": "node1", "evidence": {}}}, classification=epilog_cls,
+                              logs=logs, generated_by="node1", now=t0 + 1), s)
+    doc = failure_trends(s, since=t0 - 10, until=t0 + 10, fetch=lambda **kw: [job, step])
+    assert doc["failed"] == 1 and set(doc["by_category"]) == {"unknown"}, doc["by_category"]
+    assert doc["by_category"]["unknown"]["from_reports"] == 1  # judged with the report's logs, not sacct alone

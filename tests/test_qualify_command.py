@@ -238,9 +238,9 @@ def test_dcgm_probe_passes_our_threshold_and_reads_verdicts(tmp_path):
     from gcm_checks.qualify.baselines import lookup
     from gcm_checks.qualify.judge import judge_metric
 
-    bw = judge_metric("perf.mem_bw", "mem_bw_gbps", facts, lookup, 0.85, 0.1)
+    bw = judge_metric("mem_bw_gbps", facts, lookup, 0.85, 0.1)
     assert [(r.status, r.subject) for r in bw] == [(Status.FAIL, "GPU 2")] and "2101000 MB/s" in bw[0].message
-    gemm = judge_metric("perf.gemm", "gemm_tflops", facts, lookup, 0.85, 0.1)
+    gemm = judge_metric("gemm_tflops", facts, lookup, 0.85, 0.1)
     assert [r.status for r in gemm] == [Status.PASS]
 
 

@@ -73,7 +73,7 @@ def _facts(gemm, bw=None, name=H100, **extra):
 
 
 def _judge(facts, metric="gemm_tflops", fraction=0.85, sib=0.10):
-    return judge.judge_metric("perf.gemm", metric, facts, baselines.lookup, fraction, sib)
+    return judge.judge_metric(metric, facts, baselines.lookup, fraction, sib)
 
 
 @pytest.mark.parametrize("gemm, failing", [

@@ -141,6 +141,29 @@ def test_notify_policy_on_exit(tmp_path, devnull, policy, exit_code, called):
         assert report(tmp_path)["notifications"][0]["ok"] is True
 
 
+def test_finish_runs_from_a_run_view_without_a_wrapper(tmp_path):
+    """finish needs only a RunView: built here from plain values, it writes
+    the exit report, notifies the failure after the report is on disk, and
+    records the outcome in both the report and the status file."""
+    from gcm_checks.wrapper.options import RunState
+
+    n = Notifier(tmp_path)
+    opts = RunOptions(argv=["train.py"], log_path=str(tmp_path / "run.log"), notifier=n)
+    (tmp_path / "run.log").write_text("step 3/10\nValueError: bad shape\n")
+    state = RunState(run_id="r1", opts=opts, started_wall=time.time(), started_mono=time.monotonic(),
+                     exit_code=3, log_lines=2)
+    statuses = []
+    view = finish.RunView(opts=opts, env={}, state=state, write_status=statuses.append,
+                          status_dict=lambda s: {"state": s, "name": "train", "exit": {"code": state.exit_code}})
+    finish.finish_run(view)
+    rep = report(tmp_path)
+    assert rep["kind"] == "gcm-run-report" and rep["state"] == "exited" and rep["exit"]["code"] == 3
+    assert rep["summary"].startswith("train: exit 3")
+    assert [k for k, _ in n.calls] == ["exit"] and n.report_on_disk == [True]
+    assert rep["notifications"] == state.notifications and state.notifications[0]["ok"] is True
+    assert statuses == ["exited", "exited"]  # final state, then again with the notification's outcome
+
+
 @pytest.mark.parametrize("behaviour", ["raise", "hang"])
 def test_failing_notifier_never_changes_the_exit_status(tmp_path, devnull, behaviour, monkeypatch):
     monkeypatch.setattr(finish, "NOTIFY_TIMEOUT_S", 0.3)

@@ -19,9 +19,7 @@ done without one, and docs/telemetry.md says so:
 
 from __future__ import annotations
 
-import http.server
 import re
-import threading
 import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse
@@ -102,37 +100,11 @@ def test_resource_actions_and_exporter_settings_are_well_formed():
 
 # ---------------------------------------------------------------- the logs path, emulated
 
-logs_pb2 = pytest.importorskip("opentelemetry.proto.collector.logs.v1.logs_service_pb2")
+pytest.importorskip("opentelemetry.proto.collector.logs.v1.logs_service_pb2")
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
-metrics_pb2 = pytest.importorskip("opentelemetry.proto.collector.metrics.v1.metrics_service_pb2")
+pytest.importorskip("opentelemetry.proto.collector.metrics.v1.metrics_service_pb2")
 
-
-class Server:
-    def __init__(self, handle):
-        outer = self
-
-        class H(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server's name
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                status, data = handle(self.path, dict(self.headers), body)
-                self.send_response(status)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *a):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        outer.requests = []
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+from http_receiver import OtlpReceiver  # noqa: E402 - tests/http_receiver.py
 
 
 def _upsert(resource, actions):
@@ -155,33 +127,13 @@ def test_gcm_checks_logs_flow_through_the_documented_pipeline_into_loki(tmp_path
 
     cfg = documented_config()
     loki_base = urlparse(cfg["exporters"]["otlphttp/loki"]["endpoint"]).path  # "/otlp"
-    loki_got = []
-
-    def loki(path, headers, body):
-        req = logs_pb2.ExportLogsServiceRequest()
-        req.ParseFromString(body)  # Loki's OTLP endpoint takes OTLP/HTTP protobuf
-        loki_got.append((path, req))
-        return 200, logs_pb2.ExportLogsServiceResponse().SerializeToString()
-
-    loki_srv = Server(loki)
+    # Loki's OTLP endpoint takes OTLP/HTTP protobuf, at the exporter's base path.
+    loki_srv = OtlpReceiver(prefix=loki_base)
     actions = cfg["processors"]["resource"]["attributes"]
     pipeline = cfg["service"]["pipelines"]["logs"]
     assert "otlphttp/loki" in pipeline["exporters"] and "resource" in pipeline["processors"]
 
-    metrics_got = []
-
-    def collector(path, headers, body):
-        if path == "/v1/metrics":
-            # The metrics pipeline ends in Prometheus remote write (snappy
-            # protobuf), which is not emulated: decoded and counted only.
-            req = metrics_pb2.ExportMetricsServiceRequest()
-            req.ParseFromString(body)
-            metrics_got.append(req)
-            return 200, metrics_pb2.ExportMetricsServiceResponse().SerializeToString()
-        if path != "/v1/logs":  # the otlp receiver's default paths
-            return 404, b""
-        req = logs_pb2.ExportLogsServiceRequest()
-        req.ParseFromString(body)
+    def resource_then_loki(req):
         for rl in req.resource_logs:
             _upsert(rl.resource, actions)
         # otlphttp: "<endpoint>/v1/logs"
@@ -189,9 +141,11 @@ def test_gcm_checks_logs_flow_through_the_documented_pipeline_into_loki(tmp_path
                                      headers={"Content-Type": "application/x-protobuf"}, method="POST")
         with urllib.request.urlopen(fwd, timeout=5) as resp:
             assert resp.status == 200
-        return 200, logs_pb2.ExportLogsServiceResponse().SerializeToString()
 
-    col = Server(collector)
+    # The otlp receiver's default paths. The metrics pipeline ends in
+    # Prometheus remote write (snappy protobuf), which is not emulated:
+    # metrics are decoded and counted only.
+    col = OtlpReceiver(on_logs=resource_then_loki)
     try:
         doc = {"generated_at": "2026-11-30T01:00:00+00:00",
                "job": {"job_id": "77", "key": "77", "user": "alice", "partition": "gpu", "nodes": ["gpu001"]},
@@ -205,10 +159,10 @@ def test_gcm_checks_logs_flow_through_the_documented_pipeline_into_loki(tmp_path
     finally:
         col.close()
         loki_srv.close()
-    assert len(metrics_got) == 1
-    assert loki_got and {p for p, _ in loki_got} == {"/otlp/v1/logs"}
+    assert len(col.metrics) == 1
+    assert loki_srv.logs and set(loki_srv.paths) == {"/otlp/v1/logs"}
     records = []
-    for _, req in loki_got:
+    for _, req in loki_srv.logs:
         for rl in req.resource_logs:
             res = {kv.key: kv.value.string_value for kv in rl.resource.attributes}
             assert res["gcm.cluster"] == "cluster-a"  # added by the resource processor

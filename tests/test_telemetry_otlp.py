@@ -3,74 +3,17 @@ protobuf requests with opentelemetry-proto, as a collector would."""
 
 from __future__ import annotations
 
-import http.server
-import threading
-
 import pytest
 
 pytest.importorskip("opentelemetry.sdk")
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
-logs_pb2 = pytest.importorskip("opentelemetry.proto.collector.logs.v1.logs_service_pb2")
-metrics_pb2 = pytest.importorskip("opentelemetry.proto.collector.metrics.v1.metrics_service_pb2")
+pytest.importorskip("opentelemetry.proto.collector.logs.v1.logs_service_pb2")
+pytest.importorskip("opentelemetry.proto.collector.metrics.v1.metrics_service_pb2")
 
 from gcm_checks import telemetry  # noqa: E402
 from gcm_checks.config import resolve  # noqa: E402
 from gcm_checks.result import failed, passed, unknown  # noqa: E402
-
-
-class Receiver:
-    """Minimal OTLP/HTTP collector: POST /v1/metrics and /v1/logs, protobuf."""
-
-    def __init__(self, hang: bool = False):
-        self.metrics = []
-        self.logs = []
-        self.hang = hang
-        self.release = threading.Event()
-        rec = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server's name
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                if rec.hang:
-                    rec.release.wait(10)
-                    return
-                if self.path == "/v1/metrics":
-                    req = metrics_pb2.ExportMetricsServiceRequest()
-                    req.ParseFromString(body)
-                    rec.metrics.append(({k.lower(): v for k, v in self.headers.items()}, req))
-                    resp = metrics_pb2.ExportMetricsServiceResponse()
-                elif self.path == "/v1/logs":
-                    req = logs_pb2.ExportLogsServiceRequest()
-                    req.ParseFromString(body)
-                    rec.logs.append(({k.lower(): v for k, v in self.headers.items()}, req))
-                    resp = logs_pb2.ExportLogsServiceResponse()
-                else:
-                    self.send_response(404)
-                    self.end_headers()
-                    return
-                data = resp.SerializeToString()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *a):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
+from http_receiver import OtlpReceiver  # noqa: E402 - tests/http_receiver.py
 
 
 def _attrs(kvs):
@@ -85,7 +28,7 @@ RESULTS = [
 
 
 def test_metrics_and_logs_reach_a_real_receiver():
-    with Receiver() as rx:
+    with OtlpReceiver() as rx:
         settings = resolve({"telemetry": {"otlp_endpoint": rx.url, "otlp_headers": {"x-token": "abc"}}}, "gpu001")
         out = telemetry.export(RESULTS, settings, mode="epilog", node="gpu001", job_id="4242",
                                xids=[{"xid": 79, "gpu_index": 3, "severity": "fail"}], drained=True, when=1_790_000_000.0,
@@ -139,14 +82,14 @@ def test_metrics_and_logs_reach_a_real_receiver():
 
 
 def test_all_passing_run_sends_metrics_and_no_logs():
-    with Receiver() as rx:
+    with OtlpReceiver() as rx:
         settings = resolve({"telemetry": {"otlp_endpoint": rx.url + "/"}}, "n")
         assert telemetry.export(RESULTS[:1], settings, mode="prolog", node="n") == {"otlp": "ok"}
     assert len(rx.metrics) == 1 and rx.logs == []
 
 
 def test_a_collector_that_never_answers_is_an_error_not_a_hang():
-    with Receiver(hang=True) as rx:
+    with OtlpReceiver(hang=True) as rx:
         settings = resolve({"telemetry": {"otlp_endpoint": rx.url, "otlp_timeout_s": 0.3}}, "n")
         out = telemetry.export(RESULTS, settings, mode="prolog", node="n")
     assert out["otlp"].startswith("error: ")
@@ -181,7 +124,7 @@ def test_hardware_series_units_and_a_job_report_record():
            "classification": {"category": "gpu_hardware", "responsibility": "infrastructure", "confidence": 0.9,
                               "rule": "xid-79", "sentence": "GPU 3 on gpu001 fell off the bus (XID 79)."}}
     events = [report_event(doc), slurm_action_event("drain", {"action": "drained", "reason": "gcm: xid 79"}, "gpu001")]
-    with Receiver() as rx:
+    with OtlpReceiver() as rx:
         settings = resolve({"telemetry": {"otlp_endpoint": rx.url}}, "gpu001")
         out = telemetry.export(RESULTS[:1], settings, mode="health", node="gpu001", gpu_facts=facts, log_events=events)
         assert out == {"otlp": "ok"}
@@ -214,7 +157,7 @@ def test_health_process_sends_hardware_metrics_to_a_collector(tmp_path):
     from pathlib import Path
 
     repo = Path(__file__).resolve().parent.parent
-    with Receiver() as rx:
+    with OtlpReceiver() as rx:
         cfg = tmp_path / "c.yaml"
         cfg.write_text(f"log_path: {tmp_path}/log.jsonl\nstate_dir: {tmp_path}/state\nbudget_s: 8\ngpu: {{count: 8}}\n"
                        f"telemetry: {{otlp_endpoint: '{rx.url}'}}\n")
@@ -242,7 +185,7 @@ def test_epilog_process_exports_its_job_report_as_a_log_record(tmp_path):
     from pathlib import Path
 
     repo = Path(__file__).resolve().parent.parent
-    with Receiver() as rx:
+    with OtlpReceiver() as rx:
         cfg = tmp_path / "c.yaml"
         cfg.write_text(f"log_path: {tmp_path}/log.jsonl\nstate_dir: {tmp_path}/state\nbudget_s: 8\ngpu: {{count: 8}}\n"
                        f"report: {{spool_dir: {tmp_path}/spool, report_dir: {tmp_path}/reports}}\n"

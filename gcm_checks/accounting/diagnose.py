@@ -400,7 +400,7 @@ def failure_trends(
         """(classification, outcome): the same outcome the report and `why` give."""
         if report is not None:
             c = trends.classify_for_trends(rec, report, classify_run)
-            return c, run_outcome(rec, report, report.get("classification") or c)
+            return c, run_outcome(rec, report, c)
         # Without a report the verdict depends on these fields alone (judge.classify_run):
         # a week has a few hundred distinct combinations, not a million.
         k = (rec.state_raw or rec.state, rec.exit_code, rec.signal, rec.derived_exit_code, rec.reason,

@@ -33,21 +33,21 @@ def gather_perf(ctx: Any) -> Any:
     return facts
 
 
-def _judge(check_id: str, metric: str, perf: Any, settings: "Settings") -> List[CheckResult]:
+def _judge(metric: str, perf: Any, settings: "Settings") -> List[CheckResult]:
     from gcm_checks.qualify.baselines import lookup
     from gcm_checks.qualify.judge import judge_metric
 
     q = settings.qualify
-    return judge_metric(check_id, metric, perf, lambda name: lookup(name, q.baselines), q.fraction, q.sibling_threshold)
+    return judge_metric(metric, perf, lambda name: lookup(name, q.baselines), q.fraction, q.sibling_threshold)
 
 
 @register("perf.gemm", tags=TAGS, needs="perf")
 def check_gemm(perf: Any, settings: "Settings") -> List[CheckResult]:
     """Dense GEMM throughput per GPU against the model baseline and the node's other GPUs."""
-    return _judge("perf.gemm", "gemm_tflops", perf, settings)
+    return _judge("gemm_tflops", perf, settings)
 
 
 @register("perf.mem_bw", tags=TAGS, needs="perf")
 def check_mem_bw(perf: Any, settings: "Settings") -> List[CheckResult]:
     """Device memory bandwidth per GPU against the model baseline and the node's other GPUs."""
-    return _judge("perf.mem_bw", "mem_bw_gbps", perf, settings)
+    return _judge("mem_bw_gbps", perf, settings)

@@ -12,6 +12,10 @@ Two independent comparisons, either of which fails a GPU:
 
 A figure we could not get is ``unknown`` (rule 2), except a probe that never
 returned: a GEMM that hangs is a wedged GPU (rule 1).
+
+Results carry no check id: ``checks/perf.py`` calls this from its registered
+checks, and the registry stamps each row's id (``registry.run_check``), as for
+every other check.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any, Callable, List, Optional
 
 from gcm_checks.qualify.baselines import Baseline
 from gcm_checks.qualify.probe import LABELS, UNITS, GpuPerf, PerfFacts
-from gcm_checks.result import CheckResult, failed, passed, unknown
+from gcm_checks.result import CheckResult, cannot_tell, fail, ok
 
 # A sibling median needs at least this many other GPUs to mean anything:
 # with one sibling we cannot tell which of the two is the slow one.
@@ -50,7 +54,6 @@ def sibling_reason(value: float, siblings: List[float], metric: str, threshold: 
 
 
 def judge_metric(
-    check_id: str,
     metric: str,
     perf: PerfFacts,
     baseline_of: Callable[[str], Baseline],
@@ -59,13 +62,13 @@ def judge_metric(
 ) -> List[CheckResult]:
     """One result per bad or unmeasured GPU, or one ``pass`` line for the node."""
     if perf.problem:
-        return [unknown(check_id, perf.problem, source=perf.source)]
+        return [cannot_tell(perf.problem, source=perf.source)]
     if not perf.gpus:
-        return [unknown(check_id, "the probe returned no GPUs", source=perf.source)]
+        return [cannot_tell("the probe returned no GPUs", source=perf.source)]
     measured = {g.index: g.value(metric) for g in perf.gpus if g.value(metric) is not None}
     out: List[CheckResult] = []
     for g in perf.gpus:
-        r = _judge_gpu(check_id, metric, g, measured, baseline_of(g.name), fraction, sibling_threshold, perf.source)
+        r = _judge_gpu(metric, g, measured, baseline_of(g.name), fraction, sibling_threshold, perf.source)
         if r is not None:
             out.append(r)
     if out:
@@ -77,20 +80,20 @@ def judge_metric(
                f"median {statistics.median(vals):.0f} {unit}")
     else:
         msg = f"all {len(perf.gpus)} GPUs passed {perf.source}'s {LABELS[metric]} test"
-    return [passed(check_id, msg, source=perf.source, values={str(k): v for k, v in measured.items()})]
+    return [ok(msg, source=perf.source, values={str(k): v for k, v in measured.items()})]
 
 
-def _judge_gpu(check_id: str, metric: str, g: GpuPerf, measured: dict, base: Baseline, fraction: float,
+def _judge_gpu(metric: str, g: GpuPerf, measured: dict, base: Baseline, fraction: float,
                sibling_threshold: float, source: str) -> Optional[CheckResult]:
     if metric in g.verdicts:
         status, text = g.verdicts[metric]
-        return failed(check_id, text, g.subject, source=source) if status == "fail" else None
+        return fail(text, g.subject, source=source) if status == "fail" else None
     value = g.value(metric)
     if value is None:
         why = g.errors.get(metric, "no figure")
         if g.hung:
-            return failed(check_id, f"{LABELS[metric]} probe: {why}; reboot the node", g.subject, source=source)
-        return unknown(check_id, f"could not measure {LABELS[metric]}: {why}", g.subject, source=source)
+            return fail(f"{LABELS[metric]} probe: {why}; reboot the node", g.subject, source=source)
+        return cannot_tell(f"could not measure {LABELS[metric]}: {why}", g.subject, source=source)
     siblings = [v for i, v in measured.items() if i != g.index]
     reasons = [r for r in (baseline_reason(value, base, metric, fraction),
                            sibling_reason(value, siblings, metric, sibling_threshold)) if r]
@@ -105,7 +108,7 @@ def _judge_gpu(check_id: str, metric: str, g: GpuPerf, measured: dict, base: Bas
         msg = f"{LABELS[metric]} {value:.0f} {UNITS[metric]} is " + "; ".join(reasons)
     # A drain reason has 200 characters: say what and how far, nothing else.
     details["short"] = _short(metric, value, base, siblings)
-    return failed(check_id, msg + "; replace or RMA the GPU if a rerun agrees", g.subject, **details)
+    return fail(msg + "; replace or RMA the GPU if a rerun agrees", g.subject, **details)
 
 
 def _short(metric: str, value: float, base: Baseline, siblings: List[float]) -> str:

@@ -10,14 +10,42 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Dict, Mapping, Optional
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Optional
 
 from gcm_checks.wrapper import status as st
+from gcm_checks.wrapper.options import RunOptions, RunState
 
-# The wrapper and its alerts are passed in, never imported: launcher imports
-# this module, and this module must not import launcher (no import circle).
-Wrapper = Any
+if TYPE_CHECKING:  # types only: the exit path imports comment lazily, as before
+    from gcm_checks.wrapper.comment import CommentPoster
+    from gcm_checks.wrapper.progress import Snapshot
+    from gcm_checks.wrapper.stragglers import Stragglers
+
+# Alerts are passed in, never imported (watch.Alert): only its kind,
+# message and to_dict() are used here.
 Alert = Any
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What the exit and alert steps need from the wrapper, and no more.
+
+    The launcher builds one when it calls in (``Wrapper.view``); this module
+    never sees the wrapper itself, so it cannot import the launcher (no import
+    circle) nor reach into the pump's private state. ``state`` is the
+    wrapper's own live RunState: notifications and errors recorded here
+    show in its status file.
+    """
+
+    opts: RunOptions
+    env: Mapping[str, str]
+    state: RunState
+    status_dict: Callable[[str], dict]  # the status file's document in a given state
+    write_status: Callable[[str], None]
+    stragglers: Optional["Stragglers"] = None  # None when the check is off
+    poster: Optional["CommentPoster"] = None  # None when no job comment is posted
+    snap: Optional["Snapshot"] = None  # the progress tracker's latest, for the job comment
+    quiet_episodes: int = 0  # stall/silence episodes so far (one notice per episode)
 
 TAIL_BYTES = 64 * 1024
 NOTIFY_TIMEOUT_S = 30.0
@@ -71,7 +99,7 @@ def classify_run(log_path: str, exit_code: Optional[int], sig: Optional[int], li
         return {"available": False, "error": f"classification failed: {type(e).__name__}: {e}"}
 
 
-def build_report(w: "Wrapper") -> dict:
+def build_report(w: RunView) -> dict:
     report = w.status_dict("exited")
     report["kind"] = "gcm-run-report"
     report["alerts_fired"] = [a.kind for a in w.state.alerts if a.kind != "resumed"]
@@ -100,7 +128,7 @@ def summary_line(report: dict) -> str:
     return f"{name}: {how}{at}{killed}{why}"
 
 
-def finish_run(w: "Wrapper") -> None:
+def finish_run(w: RunView) -> None:
     from gcm_checks.wrapper.comment import format_comment
 
     skip = not_notifying(w.env)
@@ -124,7 +152,7 @@ def finish_run(w: "Wrapper") -> None:
         code = w.state.exit_code
         word = "done" if code == 0 else (f"killed {report['exit'].get('signal')}" if w.state.signal else f"exit {code}")
         seen = w.stragglers.seen() if w.stragglers is not None else []
-        w.poster.final(format_comment(w.watcher.tracker.snap, state=word, stragglers=seen))
+        w.poster.final(format_comment(w.snap, state=word, stragglers=seen))
     # The status file is the live view; leave it in its final state too.
     w.write_status("exited")
     if not skip and should_notify(w.opts.notify_policy, run_failed(report)):
@@ -157,7 +185,7 @@ def should_notify(policy: str, failed: bool) -> bool:
     return policy == "always" or (policy == "on_failure" and failed)
 
 
-def deliver(w: "Wrapper", payload: dict, *, kind: str, report_file: Optional[str]) -> dict:
+def deliver(w: RunView, payload: dict, *, kind: str, report_file: Optional[str]) -> dict:
     """Hand a report to the notifier under a deadline; never raise."""
     notifier = w.opts.notifier or default_notifier
     from gcm_checks.deadline import DeadlineExceeded, call_with_deadline
@@ -171,7 +199,7 @@ def deliver(w: "Wrapper", payload: dict, *, kind: str, report_file: Optional[str
         return {"kind": kind, "ok": False, "error": f"{type(e).__name__}: {e}"}
 
 
-def notify_event(w: "Wrapper", alert: "Alert") -> None:
+def notify_event(w: RunView, alert: Alert) -> None:
     """A stall / NaN / silence notice while the job runs: in the background,
     so the output pump never waits on a mail server."""
     if w.opts.notify_policy == "never" or not_notifying(w.env):
@@ -183,7 +211,7 @@ def notify_event(w: "Wrapper", alert: "Alert") -> None:
     # One key per episode (notify.notification_key, event "stall-<n>"): a
     # stall and the silence of the same hang are one episode.
     if alert.kind in ("stalled", "silent"):
-        payload["episode"] = w.watcher.quiet_episodes or 1
+        payload["episode"] = w.quiet_episodes or 1
         payload["event"] = f"stall-{payload['episode']}"
     else:
         payload["episode"] = sum(1 for a in w.state.alerts if a.kind == alert.kind)

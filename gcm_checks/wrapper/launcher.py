@@ -22,7 +22,7 @@ import select
 import signal
 import subprocess
 import time
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 from gcm_checks.wrapper import guard, live
 from gcm_checks.wrapper import status as st
@@ -31,6 +31,9 @@ from gcm_checks.wrapper.options import RunOptions, RunState  # noqa: F401 - RunO
 from gcm_checks.wrapper.signals import SignalForwarder
 from gcm_checks.wrapper.watch import Alert
 from gcm_checks.wrapper.watcher import ProgressWatcher
+
+if TYPE_CHECKING:
+    from gcm_checks.wrapper.finish import RunView
 
 EXIT_SETUP = 2  # could not create the log or run record: nothing launched
 EXIT_NOT_EXECUTABLE = 126
@@ -61,10 +64,10 @@ class Wrapper:
     Data flows one way. Signals reach the job through ``signals``
     (wrapper/signals.py). The wrapper feeds output to its ``watcher``
     (wrapper/watcher.py) and hands each alert to ``sides.on_alert``; at exit
-    it calls ``finish.finish_run``. Those side channels use only the public
-    part below (``state``, ``opts``, ``env``, ``watcher``, ``stragglers``,
-    ``poster``, ``proc``, ``reaped``, ``dirty``, ``kill_at``, ``status_dict``,
-    ``write_status``, ``log_write``); none imports this module.
+    it calls ``finish.finish_run`` with a ``finish.RunView`` (``view``).
+    ``sides`` uses only the public part below (``state``, ``opts``, ``env``,
+    ``watcher``, ``poster``, ``proc``, ``reaped``, ``dirty``, ``kill_at``, ``view``,
+    ``log_write``); neither imports this module.
     """
 
     def __init__(self, opts: RunOptions) -> None:
@@ -355,6 +358,14 @@ class Wrapper:
     def status_dict(self, state: str) -> dict:
         return live.status_dict(self, state)
 
+    def view(self) -> "RunView":
+        """What ``finish`` needs, as of now (the episode count moves while the job runs)."""
+        from gcm_checks.wrapper.finish import RunView
+
+        return RunView(opts=self.opts, env=self.env, state=self.state, status_dict=self.status_dict,
+                       write_status=self.write_status, stragglers=self.stragglers, poster=self.poster,
+                       snap=self.watcher.tracker.snap, quiet_episodes=self.watcher.quiet_episodes)
+
     def _start_stragglers(self) -> None:
         from gcm_checks.wrapper import stragglers
 
@@ -385,7 +396,7 @@ class Wrapper:
         from gcm_checks.wrapper.finish import finish_run
 
         try:
-            finish_run(self)
+            finish_run(self.view())
         except Exception as e:  # noqa: BLE001 - our bug must not change the job's exit status
             sio.say(self.opts.err_fd, f"gcm-run: internal error while writing the run report: {type(e).__name__}: {e}\n")
         finally:

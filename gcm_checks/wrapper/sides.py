@@ -44,7 +44,7 @@ def on_alert(w: Any, alert: Any) -> None:
 def _notify(w: Any, alert: Any) -> None:
     from gcm_checks.wrapper.finish import notify_event
 
-    notify_event(w, alert)
+    notify_event(w.view(), alert)
 
 
 def start_comment_poster(w: Any) -> None:
