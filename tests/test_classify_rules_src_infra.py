@@ -33,6 +33,8 @@ CASES = [
     ("src.preempted", "preempted",
      "  Type:     Preempted\n  Status:   True\n  Reason:   InCohortReclamation\n"),
     ("src.preempted", "preempted", GCP_BATCH.format(why="Spot Preemption", code=50001)),
+    ("src.preempted", "preempted",
+     "acceleratorType: v4-32\nname: projects/p/locations/us-central2-b/nodes/tpu-7\nstate: PREEMPTED\n"),
     # ---- time limits
     ("src.timeout", "timeout_walltime",
      "Status:       Failed\nReason:       DeadlineExceeded\nMessage:      Pod was active on the node longer than the"
@@ -117,11 +119,21 @@ CASES = [
     ("src.sacct_boot_fail", "node_failure", "   JobId=881 JobName=train\n   JobState=BOOT_FAIL Reason=NodeDown Dependency=(null)"),
     ("src.sacct_deadline", "timeout_walltime", "       882        train        gpu    acct1         8   DEADLINE      0:0 "),
     ("src.sacct_deadline", "timeout_walltime", "Job ID: 882\nState: DEADLINE (exit code 0)\n"),
+    ("src.object_store", "storage_io",
+     "botocore.exceptions.ReadTimeoutError: Read timeout on endpoint URL: "
+     "\"https://bkt-train.s3.us-west-2.amazonaws.com/ckpt/step_4000/model.safetensors\""),
+    ("src.object_store", "storage_io",
+     "botocore.exceptions.EndpointConnectionError: Could not connect to the endpoint URL: "
+     "\"https://s3.eu-central-1.amazonaws.com/data-bkt?list-type=2\""),
     # ---- cancellation
     ("src.cancelled", "cancelled_user", "STATUS: Failed\nMESSAGE: Stopped with strategy 'Terminate'\n"),
     ("src.cancelled", "cancelled_user",
      "srun: forcing job termination\nsrun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"),
     ("src.cancelled", "cancelled_user", "Exited with exit code 130.\nTERM_BUCKET_KILL: job killed with bkill -b\n"),
+    ("src.elastic_signal", "cancelled_user",
+     "W0616 00:44:57.731000 4026234 torch/distributed/elastic/agent/server/api.py:719] Received Signals.SIGTERM death"
+     " signal, shutting down workers\nW0616 00:44:57.732000 4026234 torch/distributed/elastic/multiprocessing/api.py:900]"
+     " Sending process 4026322 closing signal SIGTERM\n"),
     # ---- failure markers without a cause
     ("src.failed_marker", "unknown",
      "  Type:     Failed\n  Status:   True\n  Reason:   BackoffLimitExceeded\n"
@@ -188,6 +200,10 @@ LOOKALIKES = [
     ("src.object_store", "An error occurred (NoSuchKey) when calling the GetObject operation: The specified key does"
                          " not exist."),
     ("src.object_store", "Lustre: scratch-OST0007-osc-ffff9a: Connection restored to scratch-OST0007 (at 10.20.0.7@o2ib)"),
+    # The same botocore error from a non-storage endpoint.
+    ("src.object_store", "Read timeout on endpoint URL: \"https://bedrock-runtime.us-east-1.amazonaws.com/model/x/invoke\""),
+    # A TPU that is ready.
+    ("src.preempted", "name: tpu-7\nstate: READY\n"),
     # Kubernetes' own limit settings; an HDF5 file that opened.
     ("src.k8s_disk_limit", "resources:\n  limits:\n    ephemeral-storage: 20Gi\n"),
     ("src.hdf5_lock", "HDF5_USE_FILE_LOCKING=FALSE set; opened /data/train.h5"),
@@ -231,6 +247,12 @@ def test_a_node_shutdown_beats_the_sigterm_fallout_after_it() -> None:
     text = ("Reason:       Terminated\nMessage:      Pod was terminated in response to imminent node shutdown.\n"
             "torch.distributed.elastic.multiprocessing.api.SignalException: Process 41 got signal: 15\n")
     assert cls(text).category == "preempted"
+
+
+def test_the_schedulers_time_limit_beats_the_agents_sigterm() -> None:
+    text = ("slurmstepd: error: *** STEP 77.0 ON gpu-3 CANCELLED AT 2025-01-01T00:00:00 DUE TO TIME LIMIT ***\n"
+            "[WARNING] Received Signals.SIGTERM death signal, shutting down workers\n")
+    assert cls(text).category == "timeout_walltime"
 
 
 def test_preempted_ray_node_is_preemption_not_node_failure() -> None:

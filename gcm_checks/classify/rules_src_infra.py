@@ -61,13 +61,14 @@ SRC_INFRA_RULES: Tuple[Rule, ...] = (
     # kubelet critical-pod admission: reason Preempting, "Preempted in order to admit
     # critical pod". DisruptionTarget reason EvictionByEvictionAPI: a drain or the
     # autoscaler evicted the pod. Kueue's Preempted condition reasons. GCP Batch exit
-    # code 50001 as the current docs spell it ("due to Spot Preemption").
+    # code 50001 as the current docs spell it ("due to Spot Preemption"). A Cloud
+    # TPU node's state as `gcloud compute tpus describe` prints it ("state: PREEMPTED").
     Rule("src.preempted", "preempted", R_SCHED - 2, 0.85,
          ("imminent node shutdown", "admit critical pod", "evictionbyevictionapi", "inclusterqueue", "incohort",
-          "spot preemption"),
+          "spot preemption", "preempted"),
          r"Pod was terminated in response to imminent node shutdown|Preempted in order to admit critical pod"
          r"|\bEvictionByEvictionAPI\b|\b(?:InClusterQueue|InCohort(?:Reclamation|FairSharing|ReclaimWhileBorrowing))\b"
-         r"|due to Spot (?:VM )?Preemption with exit code 50001",
+         r"|due to Spot (?:VM )?Preemption with exit code 50001|^\s*state:\s*PREEMPTED\s*$",
          "the cluster or the cloud took the job's node back (node shutdown, eviction, queue or spot preemption)",
          terminal=True, warnings_ok=True),
     # ---- time limits ----------------------------------------------------------------
@@ -156,15 +157,20 @@ SRC_INFRA_RULES: Tuple[Rule, ...] = (
     # request rate."; google-cloud-storage via api_core "ServiceUnavailable: 503 GET
     # https://storage.googleapis.com/..."; Lustre client "Lustre: fs-OST0003-osc-...:
     # Connection to fs-OST0003 (at 10.0.0.3@o2ib) was lost; in progress operations
-    # using this service will wait for recovery to complete". Only the server-side
+    # using this service will wait for recovery to complete"; botocore's endpoint
+    # errors when the endpoint is S3's ('Read timeout on endpoint URL:
+    # "https://bkt.s3.amazonaws.com/..."' - the same error from Bedrock or STS is not
+    # storage). Only the server-side
     # and throttling codes: a 403/404 is the job's own path or credentials.
     Rule("src.object_store", "storage_io", R_STORAGE, 0.8,
-         ("error executing an http request", "when calling the", "storage.googleapis.com", "connection to"),
+         ("error executing an http request", "when calling the", "storage.googleapis.com", "connection to",
+          "on endpoint url", "connect to the endpoint url"),
          r"Error executing an HTTP request: HTTP response code (?:408|429|5\d\d)\b"
          r"|An error occurred \((?:SlowDown|ServiceUnavailable|InternalError|RequestTimeout|503)\) when calling the \w+ operation"
          r"|\b(?:ServiceUnavailable|TooManyRequests|InternalServerError|GatewayTimeout|BadGateway): (?:429|5\d\d) "
          r"(?:GET|POST|PUT|PATCH|DELETE) https://(?:storage|www)\.googleapis\.com/"
-         r"|\bLustre: \S+: Connection to \S+ \(at \S+\) was lost",
+         r"|\bLustre: \S+: Connection to \S+ \(at \S+\) was lost"
+         r"|(?:(?:Read|Connect) timeout on|Could not connect to the) endpoint URL: \"https?://[^\"\s]{0,200}\bs3\b[^\"\s]{0,200}\"",
          "the storage service (object store or network filesystem) failed or throttled the job's I/O",
          warnings_ok=True),
     # kubelet eviction manager (eviction/helpers.go): a pod or container over its
@@ -197,6 +203,14 @@ SRC_INFRA_RULES: Tuple[Rule, ...] = (
          ("stopped with strategy", "forcing job termination", "term_bucket_kill"),
          r"Stopped with strategy ['\"](?:Stop|Terminate)['\"]|srun: forcing job termination|\bTERM_BUCKET_KILL\b",
          "a person stopped the job (argo stop/terminate, srun interrupted twice, bkill -b)", terminal=True, warnings_ok=True),
+    # torch elastic's agent on a signal (api.py: "Received %s death signal, shutting
+    # down workers", the signal printed as Signals.SIGTERM since PyTorch 2): like
+    # job.sigterm, a cancel unless the scheduler's own line (time limit,
+    # preemption), which outranks it, says otherwise.
+    Rule("src.elastic_signal", "cancelled_user", R_CANCEL - 2, 0.5,
+         ("death signal",), r"Received Signals\.SIG(?:TERM|INT|HUP) death signal",
+         "the job's launcher was sent a termination signal (scancel; a time limit or preemption would say so)",
+         terminal=True, warnings_ok=True),
     # ---- failure markers without a cause ------------------------------------------
     # Job controller: reason BackoffLimitExceeded, "Job has reached the specified
     # backoff limit"; Kubeflow training-operator: "TFJob ns/x has failed because 1
