@@ -84,6 +84,8 @@ CASES = [
      " remote process exited or there was a network error"),
     ("src.nccl_error", "nccl_comm", "internal error - please report this issue to the NCCL developers"),
     ("src.nccl_error", "nccl_comm",
+     "gpu-e2:5512:5601 [0] bootstrap.cc:87 NCCL WARN Message truncated : received 1024 bytes instead of 256"),
+    ("src.nccl_error", "nccl_comm",
      "[rank3]:[E1003 18:37:01.8336 ProcessGroupNCCL.cpp:1709] [PG 0 (default_pg) Rank 3] Timeout at NCCL work: 912,"
      " last enqueued NCCL work: 913, last completed NCCL work: 911."),
     # ---- GPU hardware
@@ -192,6 +194,7 @@ LOOKALIKES = [
     # NCCL_DEBUG=INFO suggested in a README; an ordinary rank exit.
     ("src.nccl_error", "Tip: run with NCCL_DEBUG=INFO for details about your topology"),
     ("src.nccl_error", "remote process exited with code 0"),
+    ("src.nccl_error", "gzip: stdin: unexpected end of file; message truncated"),
     # A healthy GPU in nvidia-smi -q; DCGM's passing summary.
     ("src.dcgm_health", "        Remapping Failure Occurred        : No\n"),
     ("src.dcgm_health", "GPU 3 had memory errors and row remappings are pending"),

@@ -126,17 +126,20 @@ SRC_INFRA_RULES: Tuple[Rule, ...] = (
     # ncclInternalError "internal error - please report this issue to the NCCL
     # developers"; proxy.cc: "[Service thread] Error encountered progressing
     # operation=Connect, res=3, closing connection"; nccl-tests: "Test NCCL failure
-    # common.cu:954 '...'"; PyTorch's ProcessGroupNCCL watchdog: "[PG 0 Rank 1]
+    # common.cu:954 '...'"; bootstrap/socket receive "NCCL WARN Message truncated :
+    # received 4096 bytes instead of 256" (ranks disagree on a message); PyTorch's ProcessGroupNCCL watchdog: "[PG 0 Rank 1]
     # Timeout at NCCL work: 7, last enqueued NCCL work: 8, ..." and "Exception
     # (either an error or timeout) detected by watchdog at work: 7".
     Rule("src.nccl_error", "nccl_comm", R_NCCL - 1, 0.8,
          ("unhandled system error", "unhandled cuda error", "remote process exited", "report this issue to the nccl",
-          "error encountered progressing", "test nccl failure", "timeout at nccl work", "detected by watchdog at work"),
+          "error encountered progressing", "test nccl failure", "timeout at nccl work", "detected by watchdog at work",
+          "message truncated"),
          r"unhandled (?:system|cuda) error \(run with NCCL_DEBUG=INFO for details\)"
          r"|remote process exited or there was a network error"
          r"|internal error - please report this issue to the NCCL developers"
          r"|\[Service thread\] Error encountered progressing operation|\bTest NCCL failure \S+:\d+"
-         r"|\bTimeout at NCCL work: \d+|Exception \(either an error or timeout\) detected by watchdog at work: \d+",
+         r"|NCCL WARN Message truncated : received \d+ bytes instead of \d+|\bTimeout at NCCL work: \d+"
+         r"|Exception \(either an error or timeout\) detected by watchdog at work: \d+",
          "NCCL (GPU-to-GPU communication) failed", warnings_ok=True, symptom=True),
     # ---- GPU hardware as DCGM and nvidia-smi report it ------------------------------
     # dcgm_errors.h: DCGM_FR_ROW_REMAP_FAILURE_MSG, DCGM_FR_UNCORRECTABLE_ROW_REMAP_MSG,
