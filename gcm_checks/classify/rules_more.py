@@ -15,6 +15,7 @@ from typing import Dict, Tuple
 
 from gcm_checks.classify.rules_docs import DOC_RULES
 from gcm_checks.classify.rules_fam import FAM_RULES
+from gcm_checks.classify.rules_src_app import SRC_APP_RULES
 from gcm_checks.classify.rules import (
     KERNEL, R_CANCEL, R_CUDA, R_DATA, R_ENV, R_EXCEPTION, R_GPU_HW, R_HOST_OOM_SLURM, R_NCCL, R_NODE_FAIL, R_NUMERIC, R_OOM,
     R_NET, R_SCHED, R_SIGNAL, R_STORAGE, R_SUCCESS, R_VAGUE, RULES, Rule,
@@ -375,7 +376,7 @@ KERNEL_HW_RULES: Tuple[Rule, ...] = (
          "a GPU dropped off the PCIe bus"),
 )
 
-ALL_RULES: Tuple[Rule, ...] = RULES + MORE_RULES + KERNEL_HW_RULES + DOC_RULES + FAM_RULES
+ALL_RULES: Tuple[Rule, ...] = RULES + MORE_RULES + KERNEL_HW_RULES + DOC_RULES + FAM_RULES + SRC_APP_RULES
 ALL_BY_ID: Dict[str, Rule] = {r.id: r for r in ALL_RULES}
 if len(ALL_BY_ID) != len(ALL_RULES):  # pragma: no cover - a table typo
     raise ValueError("duplicate rule id in ALL_RULES")
