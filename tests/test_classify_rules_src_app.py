@@ -208,6 +208,49 @@ CASES = [
     ("src.crash_signal", "segfault_signal", "munmap_chunk(): invalid pointer"),
     ("src.crash_signal", "segfault_signal",
      "==4242==ERROR: AddressSanitizer: heap-use-after-free on address 0x602000000010 at pc 0x0000004f"),
+    ("src.accel_oom", "gpu_oom",
+     "[03/01/2024-10:11:12] [TRT] [E] 1: [defaultAllocator.cpp::allocate::31] Error Code 1: Cuda Runtime (out of memory)"),
+    ("src.cuda_runtime", "cuda_runtime",
+     "[TRT] [E] 1: [runner.cpp::execute::416] Error Code 1: Cuda Runtime (an illegal instruction was encountered)"),
+    ("src.cuda_runtime", "cuda_runtime",
+     "[TRT] [E] 1: [convolutionRunner.cpp::execute::391] Error Code 1: Cuda Driver (invalid resource handle)"),
+    ("src.numeric", "numeric_divergence",
+     tb("ValueError: Expected parameter loc (Tensor of shape (256, 6)) of distribution Normal(loc: torch.Size([256, 6]),"
+        " scale: torch.Size([256, 6])) to satisfy the constraint Real(), but found invalid values:\n"
+        "tensor([[nan, nan, nan, nan, nan, nan],")),
+    ("src.numeric", "numeric_divergence",
+     tb("RuntimeError: probability tensor contains either `inf`, `nan` or element < 0")),
+    ("src.numeric_linalg", "numeric_divergence",
+     tb("torch._C._LinAlgError: linalg.cholesky: The factorization could not be completed because the input is not"
+        " positive-definite (the leading minor of order 7 is not positive-definite).")),
+    ("src.numeric_linalg", "numeric_divergence",
+     tb("torch._C._LinAlgError: linalg.eigh: The algorithm failed to converge because the input matrix is"
+        " ill-conditioned or has too many repeated eigenvalues (error code: 31).")),
+    ("src.numeric_linalg", "numeric_divergence", tb("numpy.linalg.LinAlgError: SVD did not converge")),
+    ("src.no_device", "import_env", tb("RuntimeError: CUDA error: no CUDA-capable device is detected")),
+    ("src.no_device", "import_env",
+     tb("RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you"
+        " are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu').")),
+    ("src.no_device", "import_env", tb("RuntimeError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!")),
+    ("src.no_device", "import_env",
+     tb("ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla V100-SXM2-32GB"
+        " GPU has compute capability 7.0.")),
+    ("src.no_device", "import_env",
+     tb("tensorflow.python.framework.errors_impl.NotFoundError: Op type not registered 'TRTEngineOp' in binary running"
+        " on gpu17. Make sure the Op and Kernel are registered in the binary running in this process.")),
+    ("src.no_device", "import_env",
+     tb("torch._inductor.exc.InvalidCxxCompiler: No working C++ compiler found in torch._inductor.config.cpp.cxx:"
+        " (None, 'g++')")),
+    ("src.data_missing", "data_input",
+     tb("tensorflow.python.framework.errors_impl.NotFoundError: data/train-00003.tfrecord; No such file or directory")),
+    ("src.data_missing", "data_input",
+     tb("tensorflow.python.framework.errors_impl.NotFoundError: Failed to find any matching files for data/*.tfrecord")),
+    ("src.data_missing", "data_input",
+     tb("OSError: acme/llm-7b is not a local folder and is not a valid model identifier listed on"
+        " 'https://huggingface.co/models'")),
+    ("src.data_missing", "data_input",
+     tb("huggingface_hub.errors.GatedRepoError: 403 Client Error. (Request ID: Root=1-65f)\nCannot access gated repo"
+        " for url https://huggingface.co/acme/llm-7b/resolve/main/config.json.")),
     # ---- exceptions in other languages
     ("src.panic", "software_exception",
      "thread 'main' panicked at src/loader.rs:42:17:\ncalled `Result::unwrap()` on an `Err` value: Io(Kind(NotFound))"),
@@ -270,6 +313,15 @@ LOOKALIKES = [
     ("src.crash_signal", "*** SIGTERM received at time=1712345678 on cpu 5 ***"),
     ("src.crash_signal", "Aborted!"),
     ("src.crash_signal", "NCCL communicator was aborted on rank 3."),
+    # Python's FileNotFoundError is data.missing's (rules.py), not the TensorFlow form.
+    ("src.data_missing", "FileNotFoundError: [Errno 2] No such file or directory: 'data/x.json'"),
+    ("src.data_missing", "ModuleNotFoundError: No module named 'acme'"),
+    # A device that was found; a converged solver.
+    ("src.no_device", "INFO: 8 CUDA-capable devices detected"),
+    ("src.numeric_linalg", "solver converged after 12 iterations"),
+    ("src.numeric", "ValueError: Expected parameter loc to be a tensor"),
+    # TensorRT's OOM is accel_oom's, not a runtime fault.
+    ("src.cuda_runtime", "[TRT] [E] 1: [defaultAllocator.cpp::allocate::31] Error Code 1: Cuda Runtime (out of memory)"),
     # "panic" in prose.
     ("src.panic", "INFO: don't panic: the job resumes from the last checkpoint"),
 ]

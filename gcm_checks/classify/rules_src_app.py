@@ -55,16 +55,18 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
     # (allocated so far: 0 bytes)"; the math libraries' allocation statuses (cuBLAS/
     # cuDNN's are rules.py's cuda.oom); Triton's driver "Triton Error [CUDA]: out of
     # memory"; accelerate's find_executable_batch_size halves the batch on every OOM
-    # and gives up with "No executable batch size found, reached zero."
+    # and gives up with "No executable batch size found, reached zero."; TensorRT's
+    # allocator "[TRT] [E] [defaultAllocator.cpp::allocate::31] Error Code 1: Cuda
+    # Runtime (out of memory)".
     Rule("src.accel_oom", "gpu_oom", R_OOM, 0.9,
          ("mps backend out of memory", "xpu out of memory", "npu out of memory", "hiperroroutofmemory",
           "out of memory allocating", "cufft_alloc_failed", "cusolver_status_alloc_failed",
           "cusparse_status_alloc_failed", "curand_status_allocation_failed", "triton error [",
-          "no executable batch size found"),
+          "no executable batch size found", "cuda runtime (out of memory)"),
          r"\bMPS backend out of memory\b|\b[XN]PU out of memory\b|\bhipErrorOutOfMemory\b"
          r"|\bOut of memory allocating [\d,]+ bytes\b|\bCUFFT_ALLOC_FAILED\b|\bCU(?:SOLVER|SPARSE)_STATUS_ALLOC_FAILED\b"
          r"|\bCURAND_STATUS_ALLOCATION_FAILED\b|Triton Error \[(?:CUDA|HIP)\]: out of memory"
-         r"|No executable batch size found, reached zero",
+         r"|No executable batch size found, reached zero|Error Code \d+: Cuda Runtime \(out of memory\)",
          "the job ran out of accelerator memory", warnings_ok=True),
     # tsl's BFC allocator (TensorFlow, JAX/XLA on GPU): "Allocator (GPU_0_bfc) ran out of
     # memory trying to allocate 2.00GiB (rounded to 2147483648)". The same line with "The
@@ -110,14 +112,15 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
     # (its OOM is src.accel_oom); Numba's "CudaAPIError: [719] Call to cuCtxSynchronize
     # results in UNKNOWN_CUDA_ERROR"; ROCm: "HIP error: ...", hipError* enums, "Memory
     # access fault by GPU node-2 (Agent handle: 0x..) on address 0x..", HSA_STATUS_ERROR_*;
-    # the math libraries' status enums and NVRTC's.
+    # the math libraries' status enums and NVRTC's; TensorRT's "Error Code 1: Cuda
+    # Runtime (an illegal memory access was encountered)".
     Rule("src.cuda_runtime", "cuda_runtime", R_CUDA - 1, 0.8,
          ("the launch timed out", "too many resources requested", "invalid configuration argument",
           "operation not permitted when stream is capturing", "invalid resource handle", "cuda error(",
           "cublas error(", "cudnn error(", "gemm launch failed", "cudnn launch failure", "gpu sync failed",
           "cublaslt ran into an error", "triton error [", "cudaapierror", "hip error:", "hiperror",
           "memory access fault by gpu", "hsa_status_error", "cusolver_status_", "cusparse_status_", "cufft_",
-          "curand_status_", "nvrtc_error_"),
+          "curand_status_", "nvrtc_error_", "cuda runtime (", "cuda driver ("),
          r"the launch timed out and was terminated|too many resources requested for launch"
          r"|invalid configuration argument|operation not permitted when stream is capturing|invalid resource handle"
          r"|\b(?:CUDA|CUBLAS|CUDNN) error\(\d+\)|Blas \w*GEMM launch failed|cuDNN launch failure|GPU sync failed"
@@ -125,7 +128,7 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
          r"|HIP error: |\bhipError(?!OutOfMemory\b|Success\b)\w+|Memory access fault by GPU node-\d+|HSA_STATUS_ERROR_\w+"
          r"|\bCUSOLVER_STATUS_(?!SUCCESS\b)\w+|\bCUSPARSE_STATUS_(?!SUCCESS\b)\w+"
          r"|\bCUFFT_(?:EXEC_FAILED|INTERNAL_ERROR|INVALID_PLAN|SETUP_FAILED|INVALID_VALUE|INVALID_SIZE|INVALID_DEVICE)\b"
-         r"|\bCURAND_STATUS_(?!SUCCESS\b)\w+|\bNVRTC_ERROR_\w+",
+         r"|\bCURAND_STATUS_(?!SUCCESS\b)\w+|\bNVRTC_ERROR_\w+|Error Code \d+: Cuda (?:Runtime|Driver) \((?!out of memory\))",
          "a GPU kernel, library call or launch failed"),
     # Triton: "triton.runtime.errors.OutOfResources: out of resource: shared memory,
     # Required: 98304, Hardware limit: 65536. Reducing block sizes or `num_stages` may
@@ -145,12 +148,19 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
     # NanTensorHook raises NanLossDuringTrainingError("NaN loss during training.");
     # Megatron-core: "found NaN in local forward loss calculation"; Paddle's
     # FLAGS_check_nan_inf: "There are NAN or INF (num_nan=1, num_inf=0, num_zero=0) in
-    # [op=divide ...]".
+    # [op=divide ...]"; torch.distributions' argument validation: "Expected parameter loc
+    # (Tensor of shape (64, 2)) of distribution Normal(...) to satisfy the constraint
+    # Real(), but found invalid values:\ntensor([[nan, nan], ..." (the network's outputs
+    # went NaN); torch.multinomial during sampling: "probability tensor contains either
+    # `inf`, `nan` or element < 0".
     Rule("src.numeric", "numeric_divergence", R_NUMERIC, 0.85,
          ("is not finite. previous best", "nanlossduringtrainingerror", "nan loss during training",
-          "found nan in local forward", "found inf in local forward", "nan or inf"),
+          "found nan in local forward", "found inf in local forward", "nan or inf", "but found invalid values",
+          "probability tensor contains"),
          r"Monitored metric \S+ = [^\n]{0,80}? is not finite\. Previous best|NanLossDuringTrainingError"
-         r"|NaN loss during training|found (?:NaN|Inf) in local forward loss|There are NAN or INF \(num_nan=",
+         r"|NaN loss during training|found (?:NaN|Inf) in local forward loss|There are NAN or INF \(num_nan="
+         r"|to satisfy the constraint [^\n]{1,120}, but found invalid values"
+         r"|probability tensor contains either `inf`, `nan` or element < 0",
          "the loss or the monitored metric became NaN/Inf"),
     # ---- software environment ---------------------------------------------------------
     # The dynamic linker: "version `GLIBCXX_3.4.30' not found (required by ...)" for any
@@ -206,7 +216,52 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
          ("invalid device function", "invaliddevicefunction"),
          r"\binvalid device function\b|\b(?:cuda|hip)ErrorInvalidDeviceFunction\b",
          "the GPU code was not built for this GPU's architecture"),
+    # Linear algebra that fails on non-finite or degenerate inputs: torch.linalg
+    # ("linalg.cholesky: The factorization could not be completed because the input is
+    # not positive-definite (the leading minor of order 3 is not positive-definite).",
+    # "linalg.eigh: The algorithm failed to converge because the input matrix is
+    # ill-conditioned or has too many repeated eigenvalues"); numpy.linalg ("LinAlgError:
+    # SVD did not converge", "Matrix is not positive definite"). Usually NaN upstream;
+    # moderate confidence.
+    Rule("src.numeric_linalg", "numeric_divergence", R_NUMERIC - 4, 0.65,
+         ("factorization could not be completed", "failed to converge because", "did not converge",
+          "matrix is not positive definite"),
+         r"factorization could not be completed because the input is not positive-definite"
+         r"|failed to converge because the input matrix is ill-conditioned|LinAlgError: SVD did not converge"
+         r"|LinAlgError: Matrix is not positive definite",
+         "a linear-algebra routine failed on non-finite or degenerate values"),
+    # ---- environment: no GPU where the code needs one, code built for another ---------
+    # cudaErrorNoDevice "no CUDA-capable device is detected" (CUDA_VISIBLE_DEVICES empty,
+    # no --gres); torch.load of a CUDA checkpoint on a CPU-only setup: "Attempting to
+    # deserialize object on a CUDA device but torch.cuda.is_available() is False"; c10d:
+    # "ProcessGroupNCCL is only supported with GPUs, no GPUs found!"; vLLM: "Bfloat16 is
+    # only supported on GPUs with compute capability of at least 8.0"; TensorFlow: "Op
+    # type not registered 'X' in binary running on host" (the graph needs an op this
+    # TensorFlow build lacks); Inductor: "InvalidCxxCompiler: No working C++ compiler
+    # found". Node evidence (a GPU that fell off the bus) outranks these.
+    Rule("src.no_device", "import_env", R_ENV_CUDA, 0.65,
+         ("no cuda-capable device is detected", "cudaerrornodevice", "cuda_error_no_device",
+          "torch.cuda.is_available() is false", "no gpus found", "bfloat16 is only supported on gpus",
+          "op type not registered", "invalidcxxcompiler", "no working c++ compiler"),
+         r"no CUDA-capable device is detected|\bcudaErrorNoDevice\b|\bCUDA_ERROR_NO_DEVICE\b"
+         r"|Attempting to deserialize object on a CUDA device but torch\.cuda\.is_available\(\) is False"
+         r"|ProcessGroupNCCL is only supported with GPUs, no GPUs found"
+         r"|Bfloat16 is only supported on GPUs with compute capability of at least"
+         r"|Op type not registered '\w+' in binary running on|InvalidCxxCompiler|No working C\+\+ compiler found",
+         "the job needs a GPU, a feature or a compiler this environment does not provide"),
     # ---- input data -------------------------------------------------------------------
+    # TensorFlow's file system: "NotFoundError: data/train-0.tfrecord; No such file or
+    # directory", tf.io.gfile.glob "NotFoundError: Failed to find any matching files for
+    # data/*.tfrecord"; Hugging Face Hub: "OSError: org/model is not a local folder and is
+    # not a valid model identifier listed on 'https://huggingface.co/models'",
+    # RepositoryNotFoundError / RevisionNotFoundError / EntryNotFoundError / GatedRepoError
+    # (the model or dataset the job names is not there, or not readable with its token).
+    Rule("src.data_missing", "data_input", R_DATA - 2, 0.75,
+         ("notfounderror", "not a valid model identifier", "gatedrepoerror"),
+         r"NotFoundError: [^\n]{0,300}; No such file or directory|NotFoundError: Failed to find any matching files for"
+         r"|is not a local folder and is not a valid model identifier"
+         r"|\b(?:RepositoryNotFoundError|RevisionNotFoundError|EntryNotFoundError|GatedRepoError)\b",
+         "a file, dataset or model the job names does not exist or cannot be read"),
     # What readers raise on a corrupt or unreadable file: pickle ("pickle data was
     # truncated"), gzip/zlib/lzma/tarfile, safetensors (SafetensorError), torch.load
     # ("PytorchStreamReader failed reading zip archive", "Invalid magic number; corrupt
