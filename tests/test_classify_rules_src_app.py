@@ -251,6 +251,21 @@ CASES = [
     ("src.data_missing", "data_input",
      tb("huggingface_hub.errors.GatedRepoError: 403 Client Error. (Request ID: Root=1-65f)\nCannot access gated repo"
         " for url https://huggingface.co/acme/llm-7b/resolve/main/config.json.")),
+    ("src.accel_oom", "gpu_oom", tb("RuntimeError: CUDA driver error: out of memory")),
+    ("src.cuda_runtime", "cuda_runtime",
+     tb("RuntimeError: cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support the graph.")),
+    ("src.cuda_runtime", "cuda_runtime", tb("RuntimeError: GET was unable to find an engine to execute this computation")),
+    ("src.xla_internal_gpu", "cuda_runtime",
+     "2024-03-01 10:11:12.000000: E external/xla/xla/pjrt/pjrt_stream_executor_client.cc:2766] Execution of replica 0"
+     " failed: INTERNAL: Failed to launch CUDA kernel: fusion_12 with block dimensions: 128x1x1"),
+    ("src.toolchain", "import_env", tb("RuntimeError: FlashAttention is only supported on CUDA 11.7 and above.  Note:"
+                                       " make sure nvcc has a supported version by running nvcc -V.")),
+    ("src.build_failed", "import_env", "collect2: error: ld returned 1 exit status\nninja: build stopped: subcommand failed."),
+    ("src.build_failed", "import_env", "collect2: error: ld returned 1 exit status"),
+    ("src.build_failed", "import_env",
+     "  error: subprocess-exited-with-error\n  \n  x python setup.py egg_info did not run successfully.\n"),
+    ("src.build_failed", "import_env",
+     "ERROR: Could not build wheels for flash-attn, which is required to install pyproject.toml-based projects"),
     # ---- exceptions in other languages
     ("src.panic", "software_exception",
      "thread 'main' panicked at src/loader.rs:42:17:\ncalled `Result::unwrap()` on an `Err` value: Io(Kind(NotFound))"),
@@ -322,6 +337,9 @@ LOOKALIKES = [
     ("src.numeric", "ValueError: Expected parameter loc to be a tensor"),
     # TensorRT's OOM is accel_oom's, not a runtime fault.
     ("src.cuda_runtime", "[TRT] [E] 1: [defaultAllocator.cpp::allocate::31] Error Code 1: Cuda Runtime (out of memory)"),
+    # A build that succeeded; XLA INTERNAL without a GPU cause.
+    ("src.build_failed", "Successfully built flash-attn"),
+    ("src.xla_internal_gpu", "Execution of replica 0 failed: INTERNAL: RET_CHECK failure (shape_util.cc:120)"),
     # "panic" in prose.
     ("src.panic", "INFO: don't panic: the job resumes from the last checkpoint"),
 ]

@@ -57,16 +57,18 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
     # memory"; accelerate's find_executable_batch_size halves the batch on every OOM
     # and gives up with "No executable batch size found, reached zero."; TensorRT's
     # allocator "[TRT] [E] [defaultAllocator.cpp::allocate::31] Error Code 1: Cuda
-    # Runtime (out of memory)".
+    # Runtime (out of memory)"; c10's driver-API path (expandable segments) "CUDA driver
+    # error: out of memory", which rules.py's cuda.error would read as a runtime fault.
     Rule("src.accel_oom", "gpu_oom", R_OOM, 0.9,
          ("mps backend out of memory", "xpu out of memory", "npu out of memory", "hiperroroutofmemory",
           "out of memory allocating", "cufft_alloc_failed", "cusolver_status_alloc_failed",
           "cusparse_status_alloc_failed", "curand_status_allocation_failed", "triton error [",
-          "no executable batch size found", "cuda runtime (out of memory)"),
+          "no executable batch size found", "cuda runtime (out of memory)", "cuda driver error: out of memory"),
          r"\bMPS backend out of memory\b|\b[XN]PU out of memory\b|\bhipErrorOutOfMemory\b"
          r"|\bOut of memory allocating [\d,]+ bytes\b|\bCUFFT_ALLOC_FAILED\b|\bCU(?:SOLVER|SPARSE)_STATUS_ALLOC_FAILED\b"
          r"|\bCURAND_STATUS_ALLOCATION_FAILED\b|Triton Error \[(?:CUDA|HIP)\]: out of memory"
-         r"|No executable batch size found, reached zero|Error Code \d+: Cuda Runtime \(out of memory\)",
+         r"|No executable batch size found, reached zero|Error Code \d+: Cuda Runtime \(out of memory\)"
+         r"|CUDA driver error: out of memory",
          "the job ran out of accelerator memory", warnings_ok=True),
     # tsl's BFC allocator (TensorFlow, JAX/XLA on GPU): "Allocator (GPU_0_bfc) ran out of
     # memory trying to allocate 2.00GiB (rounded to 2147483648)". The same line with "The
@@ -113,14 +115,17 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
     # results in UNKNOWN_CUDA_ERROR"; ROCm: "HIP error: ...", hipError* enums, "Memory
     # access fault by GPU node-2 (Agent handle: 0x..) on address 0x..", HSA_STATUS_ERROR_*;
     # the math libraries' status enums and NVRTC's; TensorRT's "Error Code 1: Cuda
-    # Runtime (an illegal memory access was encountered)".
+    # Runtime (an illegal memory access was encountered)"; cuDNN's v8/frontend API in
+    # PyTorch: "cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support
+    # the graph.", "GET was unable to find an engine to execute this computation".
     Rule("src.cuda_runtime", "cuda_runtime", R_CUDA - 1, 0.8,
          ("the launch timed out", "too many resources requested", "invalid configuration argument",
           "operation not permitted when stream is capturing", "invalid resource handle", "cuda error(",
           "cublas error(", "cudnn error(", "gemm launch failed", "cudnn launch failure", "gpu sync failed",
           "cublaslt ran into an error", "triton error [", "cudaapierror", "hip error:", "hiperror",
           "memory access fault by gpu", "hsa_status_error", "cusolver_status_", "cusparse_status_", "cufft_",
-          "curand_status_", "nvrtc_error_", "cuda runtime (", "cuda driver ("),
+          "curand_status_", "nvrtc_error_", "cuda runtime (", "cuda driver (",
+          "cudnn frontend error", "unable to find an engine"),
          r"the launch timed out and was terminated|too many resources requested for launch"
          r"|invalid configuration argument|operation not permitted when stream is capturing|invalid resource handle"
          r"|\b(?:CUDA|CUBLAS|CUDNN) error\(\d+\)|Blas \w*GEMM launch failed|cuDNN launch failure|GPU sync failed"
@@ -128,7 +133,8 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
          r"|HIP error: |\bhipError(?!OutOfMemory\b|Success\b)\w+|Memory access fault by GPU node-\d+|HSA_STATUS_ERROR_\w+"
          r"|\bCUSOLVER_STATUS_(?!SUCCESS\b)\w+|\bCUSPARSE_STATUS_(?!SUCCESS\b)\w+"
          r"|\bCUFFT_(?:EXEC_FAILED|INTERNAL_ERROR|INVALID_PLAN|SETUP_FAILED|INVALID_VALUE|INVALID_SIZE|INVALID_DEVICE)\b"
-         r"|\bCURAND_STATUS_(?!SUCCESS\b)\w+|\bNVRTC_ERROR_\w+|Error Code \d+: Cuda (?:Runtime|Driver) \((?!out of memory\))",
+         r"|\bCURAND_STATUS_(?!SUCCESS\b)\w+|\bNVRTC_ERROR_\w+|Error Code \d+: Cuda (?:Runtime|Driver) \((?!out of memory\))"
+         r"|cuDNN Frontend error: |GET was unable to find an engine to execute this computation",
          "a GPU kernel, library call or launch failed"),
     # Triton: "triton.runtime.errors.OutOfResources: out of resource: shared memory,
     # Required: 98304, Hardware limit: 65536. Reducing block sizes or `num_stages` may
@@ -137,10 +143,11 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
          ("out of resource:",), r"out of resource: (?:shared memory|threads|registers)\b",
          "a Triton kernel asked for more shared memory or threads than this GPU has"),
     # XLA (JAX) wraps a failed GPU call as "XlaRuntimeError: INTERNAL: ..." with the
-    # CUDA/cuDNN/cuBLAS cause inside the message.
+    # CUDA/cuDNN/cuBLAS cause inside the message; PJRT logs it as "Execution of replica 0
+    # failed: INTERNAL: Failed to launch CUDA kernel ...".
     Rule("src.xla_internal_gpu", "cuda_runtime", R_CUDA - 2, 0.7,
-         ("xlaruntimeerror: internal",),
-         r"XlaRuntimeError: INTERNAL: [^\n]{0,300}?(?:CUDA|cuDNN|cudnn|cuBLAS|cublas|Failed to launch)",
+         ("xlaruntimeerror: internal", "failed: internal:"),
+         r"(?:XlaRuntimeError|Execution of replica \d+ failed): INTERNAL: [^\n]{0,300}?(?:CUDA|cuDNN|cudnn|cuBLAS|cublas|Failed to launch)",
          "an XLA GPU kernel or library call failed"),
     # ---- numeric divergence -----------------------------------------------------------
     # Lightning EarlyStopping(check_finite=True): "Monitored metric val_loss = nan is not
@@ -190,7 +197,8 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
     # used to compile Pytorch binaries"); Triton ("Failed to find C compiler. Please
     # specify via CC environment variable.", "... which is too old to be supported by the
     # triton GPU compiler"); transformers ("the package flash_attn seems to be not
-    # installed"); xformers ("No operator found for `memory_efficient_attention_forward`");
+    # installed", flash-attn's setup "FlashAttention is only supported on CUDA 11.7 and
+    # above"); xformers ("No operator found for `memory_efficient_attention_forward`");
     # bitsandbytes ("CUDA Setup failed despite GPU being available"); NVRTC ("nvrtc:
     # error: invalid value for --gpu-architecture (-arch)").
     Rule("src.toolchain", "import_env", R_ENV_CUDA, 0.85,
@@ -198,7 +206,7 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
           "but source was compiled with", "dnn library is not found", "unable to compile cuda op",
           "does not match the version torch was compiled with", "does not match the version used to compile",
           "failed to find c compiler", "too old to be supported by the triton", "flash_attn seems to be not installed",
-          "no operator found for", "cuda setup failed despite", "nvrtc: error:"),
+          "no operator found for", "cuda setup failed despite", "nvrtc: error:", "is only supported on cuda"),
          r"module compiled against (?:ABI|API) version 0x[0-9a-fA-F]+ but this version of numpy is"
          r"|is newer than and incompatible with jax version|but JAX was built against version"
          r"|Loaded runtime CuDNN library: \S+ (?:\(compatibility version \d+\) )?but source was compiled with"
@@ -206,8 +214,18 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
          r"|does not match the version torch was compiled with|does not match the version used to compile Pytorch"
          r"|Failed to find C compiler\. Please specify via CC|too old to be supported by the triton GPU compiler"
          r"|package flash_attn seems to be not installed|No operator found for `\w+`"
-         r"|CUDA Setup failed despite GPU being available|nvrtc: error: (?:invalid value for --gpu-architecture|failed to open)",
+         r"|CUDA Setup failed despite GPU being available|FlashAttention is only supported on CUDA [\d.]+ and above|nvrtc: error: (?:invalid value for --gpu-architecture|failed to open)",
          "the installed libraries or toolchain do not match what the code was built for"),
+    # A build the job (or its setup step) runs that fails: GNU ld through gcc
+    # ("collect2: error: ld returned 1 exit status"), pip ("error: subprocess-exited-with-
+    # error", "ERROR: Could not build wheels for flash-attn, which is required to install
+    # pyproject.toml-based projects", "ERROR: Failed building wheel for x" is
+    # rules_more's).
+    Rule("src.build_failed", "import_env", R_ENV - 1, 0.75,
+         ("collect2: error", "subprocess-exited-with-error", "could not build wheels for"),
+         r"collect2: error: ld returned \d+ exit status|error: subprocess-exited-with-error"
+         r"|ERROR: Could not build wheels for \S+",
+         "building or installing a package for the job failed"),
     # CUDA's cudaErrorInvalidDeviceFunction ("invalid device function": "the requested
     # device function does not exist or is not compiled for the proper device
     # architecture") and HIP's, the classic ROCm gfx-version mismatch: the build, not
