@@ -187,7 +187,7 @@ MORE_RULES: Tuple[Rule, ...] = (
          ("no space left on device",), r"No space left on device",
          "the filesystem was full (reported as a warning before the failure)", warnings_ok=True),
     Rule("hint.ran_out_of_memory", "host_oom", R_EXCEPTION - 5, 0.5,
-         ("ran out of memory",), r"\bran out of memory\b(?! in memory space)",
+         ("ran out of memory",), r"\bran out of memory\b(?! in memory space)(?! trying to allocate)",
          "the node ran out of memory", warnings_ok=True, flags=re.IGNORECASE),
     # ---- job state as sacct / seff / scontrol print it in a log -------------------
     # "State: COMPLETED (exit code 0)" (seff), "... COMPLETED      0:0" (sacct), and
