@@ -266,6 +266,57 @@ CASES = [
      "  error: subprocess-exited-with-error\n  \n  x python setup.py egg_info did not run successfully.\n"),
     ("src.build_failed", "import_env",
      "ERROR: Could not build wheels for flash-attn, which is required to install pyproject.toml-based projects"),
+    ("src.host_oom", "host_oom",
+     "2024-03-01 10:11:12,345 - distributed.nanny.memory - WARNING - Worker tcp://10.0.0.7:40123 (pid=4242) exceeded"
+     " 95% memory budget. Restarting..."),
+    ("src.host_oom", "host_oom",
+     "2024-03-01 10:11:12,345 WARN org.apache.hadoop.yarn.server.nodemanager.containermanager.monitor."
+     "ContainersMonitorImpl: Container [pid=4242,containerID=container_1_0001_01_000002] is running beyond physical"
+     " memory limits. Current usage: 8.1 GB of 8 GB physical memory used; Killing container."),
+    ("src.host_oom", "host_oom",
+     tb("RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: you tried to"
+        " allocate 8589934592 bytes.")),
+    ("src.host_oom", "host_oom",
+     "FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory"),
+    ("src.sigkill", "host_oom",
+     tb("joblib.externals.loky.process_executor.TerminatedWorkerError: A worker process managed by the executor was"
+        " unexpectedly terminated. This could be caused by a segmentation fault while calling the function or by an"
+        " excessive memory usage causing the Operating System to kill the worker.\n\nThe exit codes of the workers are"
+        " {SIGKILL(-9)}")),
+    ("src.accel_oom", "gpu_oom",
+     "[TRT] [E] 2: [executionContext.cpp::ExecutionContext::564] Requested amount of GPU memory (2147483648 bytes)"
+     " could not be allocated. There may not be enough free memory for allocation to succeed."),
+    ("src.accel_oom", "gpu_oom",
+     "onnxruntime.capi.onnxruntime_pybind11_state.RuntimeException: [ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Non-zero"
+     " status code returned while running Conv node. Name:'/conv1/Conv' Status Message: CUDA failure 2: out of memory"
+     " ; GPU=0 ; hostname=n12 ; file=cuda_allocator.cc ; line=48 ; expr=cudaMalloc((void**)&p, size);"),
+    ("src.cuda_runtime", "cuda_runtime",
+     "Status Message: CUDA failure 700: an illegal memory access was encountered ; GPU=0 ; hostname=n12 ;"
+     " file=cuda_execution_provider.cc ; line=245 ; expr=cudaStreamSynchronize(stream);"),
+    # No code for this GPU is the environment, even in ONNX Runtime's words (env.cuda_mismatch).
+    ("src.cuda_runtime", "import_env",
+     "Status Message: CUDA failure 209: no kernel image is available for execution on the device ; GPU=0 ;"
+     " hostname=n12"),
+    ("src.data_corrupt", "data_input",
+     tb("cv2.error: OpenCV(4.8.0) /io/opencv/modules/imgproc/src/resize.cpp:4062: error: (-215:Assertion failed)"
+        " !ssize.empty() in function 'resize'")),
+    ("src.data_corrupt", "data_input", tb("    raise JSONDecodeError(\"Expecting value\", s, err.value) from None\n"
+                                          "ValueError: Expecting value: line 1 column 1 (char 0)")),
+    ("src.data_corrupt", "data_input", "ValueError: Extra data: line 2 column 1 (char 37)"),
+    ("src.data_corrupt", "data_input",
+     tb("Exception: expected value at line 1 column 1")),
+    ("src.data_corrupt", "data_input", tb("KeyError: \"There is no item named 'data.pkl' in the archive\"")),
+    ("src.toolchain", "import_env",
+     "OMP: Error #15: Initializing libiomp5.so, but found libiomp5.so already initialized.\nOMP: Hint This means that"
+     " multiple copies of the OpenMP runtime have been linked into the program."),
+    ("src.toolchain", "import_env",
+     tb("TypeError: Descriptors cannot be created directly.\nIf this call came from a _pb2.py file, your generated code"
+        " is out of date and must be regenerated with protoc >= 3.19.0.")),
+    ("src.toolchain", "import_env", tb("RuntimeError: Error compiling objects for extension")),
+    ("src.toolchain", "import_env", tb("AssertionError: libcuda.so cannot found!")),
+    ("src.crash_signal", "segfault_signal",
+     tb("joblib.externals.loky.process_executor.TerminatedWorkerError: A worker process managed by the executor was"
+        " unexpectedly terminated.\nThe exit codes of the workers are {SIGSEGV(-11)}")),
     # ---- exceptions in other languages
     ("src.panic", "software_exception",
      "thread 'main' panicked at src/loader.rs:42:17:\ncalled `Result::unwrap()` on an `Err` value: Io(Kind(NotFound))"),
@@ -340,6 +391,12 @@ LOOKALIKES = [
     # A build that succeeded; XLA INTERNAL without a GPU cause.
     ("src.build_failed", "Successfully built flash-attn"),
     ("src.xla_internal_gpu", "Execution of replica 0 failed: INTERNAL: RET_CHECK failure (shape_util.cc:120)"),
+    # joblib workers that were stopped (SIGTERM) or exited with a status are neither.
+    ("src.sigkill", "The exit codes of the workers are {SIGTERM(-15), SIGTERM(-15)}"),
+    ("src.crash_signal", "The exit codes of the workers are {EXIT(1), EXIT(1)}"),
+    # Dask pausing a worker is not a restart; a JSON line that parsed.
+    ("src.host_oom", "distributed.worker.memory - WARNING - Worker is at 81% memory usage. Pausing worker."),
+    ("src.data_corrupt", "step 12 (char rnn): loss 1.23, line 4 column 2"),
     # "panic" in prose.
     ("src.panic", "INFO: don't panic: the job resumes from the last checkpoint"),
 ]

@@ -58,17 +58,21 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
     # and gives up with "No executable batch size found, reached zero."; TensorRT's
     # allocator "[TRT] [E] [defaultAllocator.cpp::allocate::31] Error Code 1: Cuda
     # Runtime (out of memory)"; c10's driver-API path (expandable segments) "CUDA driver
-    # error: out of memory", which rules.py's cuda.error would read as a runtime fault.
+    # error: out of memory", which rules.py's cuda.error would read as a runtime fault;
+    # TensorRT's "Requested amount of GPU memory (N bytes) could not be allocated", ONNX
+    # Runtime's CUDA provider "CUDA failure 2: out of memory ; GPU=0 ; hostname=...".
     Rule("src.accel_oom", "gpu_oom", R_OOM, 0.9,
          ("mps backend out of memory", "xpu out of memory", "npu out of memory", "hiperroroutofmemory",
           "out of memory allocating", "cufft_alloc_failed", "cusolver_status_alloc_failed",
           "cusparse_status_alloc_failed", "curand_status_allocation_failed", "triton error [",
-          "no executable batch size found", "cuda runtime (out of memory)", "cuda driver error: out of memory"),
+          "no executable batch size found", "cuda runtime (out of memory)", "cuda driver error: out of memory",
+          "requested amount of gpu memory", "cuda failure "),
          r"\bMPS backend out of memory\b|\b[XN]PU out of memory\b|\bhipErrorOutOfMemory\b"
          r"|\bOut of memory allocating [\d,]+ bytes\b|\bCUFFT_ALLOC_FAILED\b|\bCU(?:SOLVER|SPARSE)_STATUS_ALLOC_FAILED\b"
          r"|\bCURAND_STATUS_ALLOCATION_FAILED\b|Triton Error \[(?:CUDA|HIP)\]: out of memory"
          r"|No executable batch size found, reached zero|Error Code \d+: Cuda Runtime \(out of memory\)"
-         r"|CUDA driver error: out of memory",
+         r"|CUDA driver error: out of memory|Requested amount of GPU memory \(\d+ bytes\) could not be allocated"
+         r"|CUDA failure \d+: out of memory",
          "the job ran out of accelerator memory", warnings_ok=True),
     # tsl's BFC allocator (TensorFlow, JAX/XLA on GPU): "Allocator (GPU_0_bfc) ran out of
     # memory trying to allocate 2.00GiB (rounded to 2147483648)". The same line with "The
@@ -89,21 +93,28 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
     # by YARN for exceeding memory limits"; R: "Error: cannot allocate vector of size
     # 1.2 Gb"; Go's runtime: "fatal error: runtime: out of memory"; systemd-oomd (oomd.c):
     # "Killed /user.slice/... due to memory pressure for ... being 82.36% > 80.00%" /
-    # "due to memory used (...) / total (...)".
+    # "due to memory used (...) / total (...)"; Dask's nanny "Worker exceeded 95% memory
+    # budget. Restarting"; PyTorch on Windows "DefaultCPUAllocator: not enough memory: you
+    # tried to allocate N bytes"; Node's "JavaScript heap out of memory"; glibc's "cannot
+    # allocate memory for thread-local data". YARN, Spark and Dask log these at WARN.
     Rule("src.host_oom", "host_oom", R_OOM - 2, 0.85,
          ("beyond physical memory", "beyond virtual memory", "beyond the 'physical'", "beyond the 'virtual'",
           "killed by yarn for exceeding", "cannot allocate vector", "runtime: out of memory",
-          "due to memory pressure for", "due to memory used"),
+          "due to memory pressure for", "due to memory used", "memory budget. restarting",
+          "defaultcpuallocator: not enough memory", "javascript heap out of memory", "memory for thread-local data"),
          r"is running (?:[\d.]+\w?B )?beyond (?:the '(?:PHYSICAL|VIRTUAL)' memory limit|(?:physical|virtual) memory limits)"
          r"|Container killed by YARN for exceeding (?:physical |virtual )?memory limits|cannot allocate vector of size"
-         r"|fatal error: runtime: out of memory|systemd-oomd\[\d+\]: Killed \S+ due to memory (?:pressure for|used)",
-         "the node or its resource manager ran out of memory for the job"),
+         r"|fatal error: runtime: out of memory|systemd-oomd\[\d+\]: Killed \S+ due to memory (?:pressure for|used)"
+         r"|exceeded \d+% memory budget\. Restarting|DefaultCPUAllocator: not enough memory"
+         r"|JavaScript heap out of memory|cannot allocate memory for thread-local data",
+         "the node or its resource manager ran out of memory for the job", warnings_ok=True),
     # Python's subprocess: "Command '[...]' died with <Signals.SIGKILL: 9>."; Open MPI:
     # "mpirun noticed that process rank 0 ... exited on signal 9 (Killed)." - a SIGKILL
-    # with no cause printed, like rules_more's shell.sigkill (issue 14 item 4).
+    # with no cause printed, like rules_more's shell.sigkill (issue 14 item 4); joblib/loky's
+    # TerminatedWorkerError: "The exit codes of the workers are {SIGKILL(-9)}".
     Rule("src.sigkill", "host_oom", R_SIGNAL - 3, 0.55,
-         ("died with <signals.sigkill", "exited on signal 9"),
-         r"died with <Signals\.SIGKILL: 9>|exited on signal 9 \(Killed\)",
+         ("died with <signals.sigkill", "exited on signal 9", "exit codes of the workers are"),
+         r"died with <Signals\.SIGKILL: 9>|exited on signal 9 \(Killed\)|exit codes of the workers are \{SIGKILL\(-9\)",
          "a process was SIGKILLed with no other error, which is what the OOM killer does"),
     # ---- CUDA runtime -----------------------------------------------------------------
     # cudaGetErrorString texts that other frameworks print without torch's "CUDA error:"
@@ -117,7 +128,8 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
     # the math libraries' status enums and NVRTC's; TensorRT's "Error Code 1: Cuda
     # Runtime (an illegal memory access was encountered)"; cuDNN's v8/frontend API in
     # PyTorch: "cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support
-    # the graph.", "GET was unable to find an engine to execute this computation".
+    # the graph.", "GET was unable to find an engine to execute this computation"; ONNX
+    # Runtime's "CUDA failure 700: an illegal memory access was encountered ; GPU=0".
     Rule("src.cuda_runtime", "cuda_runtime", R_CUDA - 1, 0.8,
          ("the launch timed out", "too many resources requested", "invalid configuration argument",
           "operation not permitted when stream is capturing", "invalid resource handle", "cuda error(",
@@ -125,7 +137,7 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
           "cublaslt ran into an error", "triton error [", "cudaapierror", "hip error:", "hiperror",
           "memory access fault by gpu", "hsa_status_error", "cusolver_status_", "cusparse_status_", "cufft_",
           "curand_status_", "nvrtc_error_", "cuda runtime (", "cuda driver (",
-          "cudnn frontend error", "unable to find an engine"),
+          "cudnn frontend error", "unable to find an engine", "cuda failure "),
          r"the launch timed out and was terminated|too many resources requested for launch"
          r"|invalid configuration argument|operation not permitted when stream is capturing|invalid resource handle"
          r"|\b(?:CUDA|CUBLAS|CUDNN) error\(\d+\)|Blas \w*GEMM launch failed|cuDNN launch failure|GPU sync failed"
@@ -134,7 +146,8 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
          r"|\bCUSOLVER_STATUS_(?!SUCCESS\b)\w+|\bCUSPARSE_STATUS_(?!SUCCESS\b)\w+"
          r"|\bCUFFT_(?:EXEC_FAILED|INTERNAL_ERROR|INVALID_PLAN|SETUP_FAILED|INVALID_VALUE|INVALID_SIZE|INVALID_DEVICE)\b"
          r"|\bCURAND_STATUS_(?!SUCCESS\b)\w+|\bNVRTC_ERROR_\w+|Error Code \d+: Cuda (?:Runtime|Driver) \((?!out of memory\))"
-         r"|cuDNN Frontend error: |GET was unable to find an engine to execute this computation",
+         r"|cuDNN Frontend error: |GET was unable to find an engine to execute this computation"
+         r"|CUDA failure \d+: (?!out of memory)",
          "a GPU kernel, library call or launch failed"),
     # Triton: "triton.runtime.errors.OutOfResources: out of resource: shared memory,
     # Required: 98304, Hardware limit: 65536. Reducing block sizes or `num_stages` may
@@ -200,13 +213,19 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
     # installed", flash-attn's setup "FlashAttention is only supported on CUDA 11.7 and
     # above"); xformers ("No operator found for `memory_efficient_attention_forward`");
     # bitsandbytes ("CUDA Setup failed despite GPU being available"); NVRTC ("nvrtc:
-    # error: invalid value for --gpu-architecture (-arch)").
+    # error: invalid value for --gpu-architecture (-arch)"); Intel OpenMP loaded twice ("OMP:
+    # Error #15: Initializing libiomp5.so, but found libiomp5.so already initialized.");
+    # protobuf's generated code older than the runtime ("TypeError: Descriptors cannot be
+    # created directly."); torch.utils.cpp_extension ("RuntimeError: Error compiling
+    # objects for extension"); old Triton ("AssertionError: libcuda.so cannot found!").
     Rule("src.toolchain", "import_env", R_ENV_CUDA, 0.85,
          ("module compiled against", "incompatible with jax version", "but jax was built against",
           "but source was compiled with", "dnn library is not found", "unable to compile cuda op",
           "does not match the version torch was compiled with", "does not match the version used to compile",
           "failed to find c compiler", "too old to be supported by the triton", "flash_attn seems to be not installed",
-          "no operator found for", "cuda setup failed despite", "nvrtc: error:", "is only supported on cuda"),
+          "no operator found for", "cuda setup failed despite", "nvrtc: error:", "is only supported on cuda",
+          "omp: error #15", "descriptors cannot be created directly", "error compiling objects for extension",
+          "libcuda.so cannot found"),
          r"module compiled against (?:ABI|API) version 0x[0-9a-fA-F]+ but this version of numpy is"
          r"|is newer than and incompatible with jax version|but JAX was built against version"
          r"|Loaded runtime CuDNN library: \S+ (?:\(compatibility version \d+\) )?but source was compiled with"
@@ -214,7 +233,9 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
          r"|does not match the version torch was compiled with|does not match the version used to compile Pytorch"
          r"|Failed to find C compiler\. Please specify via CC|too old to be supported by the triton GPU compiler"
          r"|package flash_attn seems to be not installed|No operator found for `\w+`"
-         r"|CUDA Setup failed despite GPU being available|FlashAttention is only supported on CUDA [\d.]+ and above|nvrtc: error: (?:invalid value for --gpu-architecture|failed to open)",
+         r"|CUDA Setup failed despite GPU being available|OMP: Error #15: Initializing \S+, but found \S+ already initialized"
+         r"|Descriptors cannot be created directly|Error compiling objects for extension|libcuda\.so cannot found"
+         r"|FlashAttention is only supported on CUDA [\d.]+ and above|nvrtc: error: (?:invalid value for --gpu-architecture|failed to open)",
          "the installed libraries or toolchain do not match what the code was built for"),
     # A build the job (or its setup step) runs that fails: GNU ld through gcc
     # ("collect2: error: ld returned 1 exit status"), pip ("error: subprocess-exited-with-
@@ -294,7 +315,12 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
     # NUL"), libsndfile ("Format not recognised", "File contains data in an unknown
     # format"), ffmpeg ("moov atom not found", "Invalid data found when processing
     # input"), torchvision ("Found 0 files in subfolders of"), DataLoader on an empty
-    # dataset ("num_samples should be a positive integer value, but got num_samples=0").
+    # dataset ("num_samples should be a positive integer value, but got num_samples=0");
+    # OpenCV on an image that did not load ("error: (-215:Assertion failed) !ssize.empty()
+    # in function 'resize'"); Python's json decoder ("Expecting value: line 1 column 1
+    # (char 0)", "Extra data: line 2 column 1 (char 12)"), serde_json inside tokenizers
+    # ("Exception: expected value at line 1 column 1" - a tokenizer.json that is an LFS
+    # pointer or an HTML page); zipfile ("There is no item named 'x' in the archive").
     Rule("src.data_corrupt", "data_input", R_DATA, 0.8,
          ("pickle data was truncated", "compressed file ended before", "while decompressing data",
           "not a gzipped file", "badgzipfile", "readerror", "lzmaerror", "safetensorerror", "pytorchstreamreader failed",
@@ -303,7 +329,8 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
           "nonmatchingchecksumerror", "nonmatchingsplitssizeserror", "datasetgenerationcasterror", "datalosserror",
           "corrupted record at", "truncated record at", "invalid jpeg data", "line contains nul", "format not recognised",
           "data in an unknown format", "moov atom not found", "invalid data found when processing input",
-          "found 0 files in subfolders", "found 0 images in subfolders", "but got num_samples=0"),
+          "found 0 files in subfolders", "found 0 images in subfolders", "but got num_samples=0",
+          "empty() in function", "(char ", "expected value at line", "in the archive"),
          r"pickle data was truncated|Compressed file ended before the end-of-stream marker was reached"
          r"|Error -?\d+ while decompressing data|Not a gzipped file|BadGzipFile|tarfile\.ReadError"
          r"|\bReadError: (?:file could not be opened successfully|unexpected end of data|empty file|bad checksum"
@@ -318,7 +345,11 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
          r"|DataLossError|(?:corrupted|truncated) record at \d+|Invalid JPEG data"
          r"|line contains NUL|Format not recognised|File contains data in an unknown format|moov atom not found"
          r"|Invalid data found when processing input|Found 0 (?:files|images) in subfolders of"
-         r"|num_samples should be a positive integer value, but got num_samples=0",
+         r"|num_samples should be a positive integer value, but got num_samples=0"
+         r"|\(-215(?::Assertion failed)?\) ?!_?\w+\.empty\(\) in function"
+         r"|(?:Expecting (?:value|property name enclosed in double quotes|',' delimiter|':' delimiter)"
+         r"|Unterminated string starting at|Extra data|Invalid control character at): line \d+ column \d+ \(char \d+\)"
+         r"|Exception: expected value at line \d+ column \d+|There is no item named '[^'\n]{1,200}' in the archive",
          "an input file is corrupt, empty or in the wrong format"),
     # OSError errnos that name the job's own path: EISDIR ("IsADirectoryError: [Errno 21]
     # Is a directory: 'data/'"), ENOTDIR ([Errno 20]), ENAMETOOLONG ([Errno 36]).
@@ -336,11 +367,13 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
     # subprocess "died with <Signals.SIGSEGV: 11>."; Open MPI "exited on signal 6
     # (Aborted)"; srun "task 0: Aborted"; glibc's heap checks ("corrupted size vs.
     # prev_size", "corrupted double-linked list", "munmap_chunk(): invalid pointer",
-    # "realloc(): invalid next size"); AddressSanitizer reports.
+    # "realloc(): invalid next size"); AddressSanitizer reports; joblib/loky's "The exit
+    # codes of the workers are {SIGSEGV(-11)}".
     Rule("src.crash_signal", "segfault_signal", R_SIGNAL, 0.8,
          ("received at time=", "received by pid", "trace/breakpoint trap", "bad system call", "abort trap",
           "illegal hardware instruction", "aborted", "killed by signal:", "died with <signals.", "exited on signal",
-          "corrupted size", "corrupted double-linked", "munmap_chunk", "realloc():", "addresssanitizer"),
+          "corrupted size", "corrupted double-linked", "munmap_chunk", "realloc():", "addresssanitizer",
+          "exit codes of the workers are"),
          r"\*\*\* SIG(?:SEGV|ABRT|BUS|ILL|FPE|TRAP) received at time=\d+|\*\*\* SIG(?:SEGV|ABRT|BUS|ILL|FPE) \(@0?x?[0-9a-f]*\) received by PID"
          r"|Trace/breakpoint trap|Bad system call|Abort trap: 6|illegal hardware instruction"
          r"|^(?:\S+: line \d+:\s+\d+\s+)?Aborted(?:\s+\(core dumped\))?(?:\s{2,}\S[^\n]{0,400})?$"
@@ -348,7 +381,7 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
          r"|died with <Signals\.SIG(?:SEGV|ABRT|BUS|ILL|FPE): \d+>|exited on signal (?:4|6|7|8|11) \("
          r"|tasks? [\d,-]+: (?:Aborted|Illegal instruction|Floating point exception)"
          r"|corrupted size vs\. prev_size|corrupted double-linked list|munmap_chunk\(\): invalid pointer"
-         r"|realloc\(\): invalid|ERROR: AddressSanitizer: ",
+         r"|realloc\(\): invalid|ERROR: AddressSanitizer: |exit codes of the workers are \{SIG(?:SEGV|ABRT|BUS|ILL|FPE)\(",
          "a process crashed with a fatal signal"),
     # ---- exceptions in other languages ----------------------------------------------
     # Rust: "thread 'main' panicked at src/main.rs:2:5:" (older: "panicked at 'msg',");
