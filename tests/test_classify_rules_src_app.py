@@ -317,6 +317,19 @@ CASES = [
     ("src.crash_signal", "segfault_signal",
      tb("joblib.externals.loky.process_executor.TerminatedWorkerError: A worker process managed by the executor was"
         " unexpectedly terminated.\nThe exit codes of the workers are {SIGSEGV(-11)}")),
+    ("src.cuda_runtime", "cuda_runtime",
+     "!!!! kernel execution error. (m: 1024, n: 2048, k: 512, error: 13) \n!!!! kernel execution error. (m: 512,"
+     " n: 2048, k: 1024, error: 13)"),
+    ("src.accel_oom", "gpu_oom", "!!!! kernel execution error. (m: 4096, n: 8192, k: 4096, error: 3) "),
+    ("src.data_corrupt", "data_input",
+     "I0301 10:11:12.000000  4242 image_data_layer.cpp:38] Opening file data/train.txt\n"
+     "I0301 10:11:12.000100  4242 image_data_layer.cpp:53] A total of 0 images.\n"
+     "*** Aborted at 1709287872 (unix time) try \"date -d @1709287872\" if you are using GNU date ***\n"
+     "*** SIGSEGV (@0x0) received by PID 4242 (TID 0x7f00) from PID 0; stack trace: ***\n"),
+    ("src.cpp_terminate_frame", "software_exception",
+     "    @     0x7f0a1b2c3428 gsignal\n    @     0x7f0a1b2c502a abort\n"
+     "    @     0x7f0a1b8f184d __gnu_cxx::__verbose_terminate_handler()\n    @     0x7f0a1b8ef701 std::terminate()\n"
+     "    @     0x7f0a1b8ef919 __cxa_throw\nAborted (core dumped)\n"),
     # ---- exceptions in other languages
     ("src.panic", "software_exception",
      "thread 'main' panicked at src/loader.rs:42:17:\ncalled `Result::unwrap()` on an `Err` value: Io(Kind(NotFound))"),
@@ -397,6 +410,9 @@ LOOKALIKES = [
     # Dask pausing a worker is not a restart; a JSON line that parsed.
     ("src.host_oom", "distributed.worker.memory - WARNING - Worker is at 81% memory usage. Pausing worker."),
     ("src.data_corrupt", "step 12 (char rnn): loss 1.23, line 4 column 2"),
+    # Caffe reading a non-empty list; a GEMM wrapper line in prose.
+    ("src.data_corrupt", "I0301 10:11:12.000100  4242 image_data_layer.cpp:53] A total of 1200 images."),
+    ("src.cuda_runtime", "INFO: no kernel execution errors in 1000 steps"),
     # "panic" in prose.
     ("src.panic", "INFO: don't panic: the job resumes from the last checkpoint"),
 ]

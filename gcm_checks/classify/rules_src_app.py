@@ -60,19 +60,20 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
     # Runtime (out of memory)"; c10's driver-API path (expandable segments) "CUDA driver
     # error: out of memory", which rules.py's cuda.error would read as a runtime fault;
     # TensorRT's "Requested amount of GPU memory (N bytes) could not be allocated", ONNX
-    # Runtime's CUDA provider "CUDA failure 2: out of memory ; GPU=0 ; hostname=...".
+    # Runtime's CUDA provider "CUDA failure 2: out of memory ; GPU=0 ; hostname=...";
+    # DeepSpeed's cuBLAS wrappers with status 3 (CUBLAS_STATUS_ALLOC_FAILED), see below.
     Rule("src.accel_oom", "gpu_oom", R_OOM, 0.9,
          ("mps backend out of memory", "xpu out of memory", "npu out of memory", "hiperroroutofmemory",
           "out of memory allocating", "cufft_alloc_failed", "cusolver_status_alloc_failed",
           "cusparse_status_alloc_failed", "curand_status_allocation_failed", "triton error [",
           "no executable batch size found", "cuda runtime (out of memory)", "cuda driver error: out of memory",
-          "requested amount of gpu memory", "cuda failure "),
+          "requested amount of gpu memory", "cuda failure ", "kernel execution error"),
          r"\bMPS backend out of memory\b|\b[XN]PU out of memory\b|\bhipErrorOutOfMemory\b"
          r"|\bOut of memory allocating [\d,]+ bytes\b|\bCUFFT_ALLOC_FAILED\b|\bCU(?:SOLVER|SPARSE)_STATUS_ALLOC_FAILED\b"
          r"|\bCURAND_STATUS_ALLOCATION_FAILED\b|Triton Error \[(?:CUDA|HIP)\]: out of memory"
          r"|No executable batch size found, reached zero|Error Code \d+: Cuda Runtime \(out of memory\)"
          r"|CUDA driver error: out of memory|Requested amount of GPU memory \(\d+ bytes\) could not be allocated"
-         r"|CUDA failure \d+: out of memory",
+         r"|CUDA failure \d+: out of memory|!!!! kernel execution error\. \(m: \d+, n: \d+, k: \d+, error: 3\)",
          "the job ran out of accelerator memory", warnings_ok=True),
     # tsl's BFC allocator (TensorFlow, JAX/XLA on GPU): "Allocator (GPU_0_bfc) ran out of
     # memory trying to allocate 2.00GiB (rounded to 2147483648)". The same line with "The
@@ -129,7 +130,9 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
     # Runtime (an illegal memory access was encountered)"; cuDNN's v8/frontend API in
     # PyTorch: "cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support
     # the graph.", "GET was unable to find an engine to execute this computation"; ONNX
-    # Runtime's "CUDA failure 700: an illegal memory access was encountered ; GPU=0".
+    # Runtime's "CUDA failure 700: an illegal memory access was encountered ; GPU=0";
+    # DeepSpeed's cuBLAS/rocBLAS GEMM wrappers (csrc cublas_wrappers): "!!!! kernel
+    # execution error. (m: 768, n: 4608, k: 3072, error: 13)" - the cublasStatus_t.
     Rule("src.cuda_runtime", "cuda_runtime", R_CUDA - 1, 0.8,
          ("the launch timed out", "too many resources requested", "invalid configuration argument",
           "operation not permitted when stream is capturing", "invalid resource handle", "cuda error(",
@@ -137,7 +140,7 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
           "cublaslt ran into an error", "triton error [", "cudaapierror", "hip error:", "hiperror",
           "memory access fault by gpu", "hsa_status_error", "cusolver_status_", "cusparse_status_", "cufft_",
           "curand_status_", "nvrtc_error_", "cuda runtime (", "cuda driver (",
-          "cudnn frontend error", "unable to find an engine", "cuda failure "),
+          "cudnn frontend error", "unable to find an engine", "cuda failure ", "kernel execution error"),
          r"the launch timed out and was terminated|too many resources requested for launch"
          r"|invalid configuration argument|operation not permitted when stream is capturing|invalid resource handle"
          r"|\b(?:CUDA|CUBLAS|CUDNN) error\(\d+\)|Blas \w*GEMM launch failed|cuDNN launch failure|GPU sync failed"
@@ -147,7 +150,7 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
          r"|\bCUFFT_(?:EXEC_FAILED|INTERNAL_ERROR|INVALID_PLAN|SETUP_FAILED|INVALID_VALUE|INVALID_SIZE|INVALID_DEVICE)\b"
          r"|\bCURAND_STATUS_(?!SUCCESS\b)\w+|\bNVRTC_ERROR_\w+|Error Code \d+: Cuda (?:Runtime|Driver) \((?!out of memory\))"
          r"|cuDNN Frontend error: |GET was unable to find an engine to execute this computation"
-         r"|CUDA failure \d+: (?!out of memory)",
+         r"|CUDA failure \d+: (?!out of memory)|!!!! kernel execution error\. \(m: \d+, n: \d+, k: \d+, error: (?!3\))\d+\)",
          "a GPU kernel, library call or launch failed"),
     # Triton: "triton.runtime.errors.OutOfResources: out of resource: shared memory,
     # Required: 98304, Hardware limit: 65536. Reducing block sizes or `num_stages` may
@@ -320,7 +323,9 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
     # in function 'resize'"); Python's json decoder ("Expecting value: line 1 column 1
     # (char 0)", "Extra data: line 2 column 1 (char 12)"), serde_json inside tokenizers
     # ("Exception: expected value at line 1 column 1" - a tokenizer.json that is an LFS
-    # pointer or an HTML page); zipfile ("There is no item named 'x' in the archive").
+    # pointer or an HTML page); zipfile ("There is no item named 'x' in the archive");
+    # Caffe's ImageData/VideoData layers reading an empty list ("image_data_layer.cpp:51]
+    # A total of 0 images." - the crash that follows is its consequence).
     Rule("src.data_corrupt", "data_input", R_DATA, 0.8,
          ("pickle data was truncated", "compressed file ended before", "while decompressing data",
           "not a gzipped file", "badgzipfile", "readerror", "lzmaerror", "safetensorerror", "pytorchstreamreader failed",
@@ -330,7 +335,7 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
           "corrupted record at", "truncated record at", "invalid jpeg data", "line contains nul", "format not recognised",
           "data in an unknown format", "moov atom not found", "invalid data found when processing input",
           "found 0 files in subfolders", "found 0 images in subfolders", "but got num_samples=0",
-          "empty() in function", "(char ", "expected value at line", "in the archive"),
+          "empty() in function", "(char ", "expected value at line", "in the archive", "a total of 0 "),
          r"pickle data was truncated|Compressed file ended before the end-of-stream marker was reached"
          r"|Error -?\d+ while decompressing data|Not a gzipped file|BadGzipFile|tarfile\.ReadError"
          r"|\bReadError: (?:file could not be opened successfully|unexpected end of data|empty file|bad checksum"
@@ -349,7 +354,8 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
          r"|\(-215(?::Assertion failed)?\) ?!_?\w+\.empty\(\) in function"
          r"|(?:Expecting (?:value|property name enclosed in double quotes|',' delimiter|':' delimiter)"
          r"|Unterminated string starting at|Extra data|Invalid control character at): line \d+ column \d+ \(char \d+\)"
-         r"|Exception: expected value at line \d+ column \d+|There is no item named '[^'\n]{1,200}' in the archive",
+         r"|Exception: expected value at line \d+ column \d+|There is no item named '[^'\n]{1,200}' in the archive"
+         r"|\] A total of 0 (?:images|batches)\.",
          "an input file is corrupt, empty or in the wrong format"),
     # OSError errnos that name the job's own path: EISDIR ("IsADirectoryError: [Errno 21]
     # Is a directory: 'data/'"), ENOTDIR ([Errno 20]), ENAMETOOLONG ([Errno 36]).
@@ -384,6 +390,13 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
          r"|realloc\(\): invalid|ERROR: AddressSanitizer: |exit codes of the workers are \{SIG(?:SEGV|ABRT|BUS|ILL|FPE)\(",
          "a process crashed with a fatal signal"),
     # ---- exceptions in other languages ----------------------------------------------
+    # libstdc++'s terminate handler in a glog/absl stack trace ("@ 0x7f.. __gnu_cxx::
+    # __verbose_terminate_handler()", then std::terminate, __cxa_throw): an uncaught C++
+    # exception, also when the "terminate called after throwing" line itself was lost.
+    # Below rules_more's cpp.uncaught_exception, above the abort it causes.
+    Rule("src.cpp_terminate_frame", "software_exception", R_SIGNAL + 2, 0.6,
+         ("verbose_terminate_handler",), r"__gnu_cxx::__verbose_terminate_handler\(\)",
+         "an uncaught C++ exception aborted the process"),
     # Rust: "thread 'main' panicked at src/main.rs:2:5:" (older: "panicked at 'msg',");
     # Go: "panic: runtime error: index out of range [3] with length 3"; Julia:
     # "ERROR: LoadError: ArgumentError: ...".
