@@ -15,6 +15,7 @@ from typing import Dict, Tuple
 
 from gcm_checks.classify.rules_docs import DOC_RULES
 from gcm_checks.classify.rules_fam import FAM_RULES
+from gcm_checks.classify.rules_src_app import SRC_APP_RULES
 from gcm_checks.classify.rules_src_infra import SRC_INFRA_RULES
 from gcm_checks.classify.rules import (
     KERNEL, R_CANCEL, R_CUDA, R_DATA, R_ENV, R_EXCEPTION, R_GPU_HW, R_HOST_OOM_SLURM, R_NCCL, R_NODE_FAIL, R_NUMERIC, R_OOM,
@@ -187,7 +188,7 @@ MORE_RULES: Tuple[Rule, ...] = (
          ("no space left on device",), r"No space left on device",
          "the filesystem was full (reported as a warning before the failure)", warnings_ok=True),
     Rule("hint.ran_out_of_memory", "host_oom", R_EXCEPTION - 5, 0.5,
-         ("ran out of memory",), r"\bran out of memory\b(?! in memory space)",
+         ("ran out of memory",), r"\bran out of memory\b(?! in memory space)(?! trying to allocate)",
          "the node ran out of memory", warnings_ok=True, flags=re.IGNORECASE),
     # ---- job state as sacct / seff / scontrol print it in a log -------------------
     # "State: COMPLETED (exit code 0)" (seff), "... COMPLETED      0:0" (sacct), and
@@ -376,7 +377,8 @@ KERNEL_HW_RULES: Tuple[Rule, ...] = (
          "a GPU dropped off the PCIe bus"),
 )
 
-ALL_RULES: Tuple[Rule, ...] = RULES + MORE_RULES + KERNEL_HW_RULES + DOC_RULES + FAM_RULES + SRC_INFRA_RULES
+ALL_RULES: Tuple[Rule, ...] = (RULES + MORE_RULES + KERNEL_HW_RULES + DOC_RULES + FAM_RULES + SRC_INFRA_RULES
+                                + SRC_APP_RULES)
 ALL_BY_ID: Dict[str, Rule] = {r.id: r for r in ALL_RULES}
 if len(ALL_BY_ID) != len(ALL_RULES):  # pragma: no cover - a table typo
     raise ValueError("duplicate rule id in ALL_RULES")
