@@ -113,6 +113,12 @@ def test_training_never_reads_sealed_rows(tmp_path: Path) -> None:
     model = json.loads(out.read_text())
     assert model["trained_on"] == len(RECS) and {d["id"] for d in model["docs"]} <= {r["id"] for r in RECS}
     assert not any("secret" in t for t in model["idf"])
+    assert (model["threshold"], model["cv_precision"]) == learn_train.BEST["knn"]
+    res = subprocess.run([sys.executable, "-m", "gcm_checks.classify.learn_train", str(corpus), "--learner", "knn",
+                          "--cv", "--k", "3", "--json"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    cv = json.loads(res.stdout)
+    assert cv["n"] == len(RECS) and len(cv["rules"]["folds"]) == 3
 
 
 def test_folds_keep_a_thread_together_and_are_stable() -> None:
