@@ -69,6 +69,17 @@ def test_neighbours_name_the_excerpt_and_the_shared_words() -> None:
     assert ("t1" in why or "t2" in why) and "reclaimed" in why
 
 
+def test_agree_answers_only_where_both_parts_do() -> None:
+    m = learn_train.train_agree(RECS * 3)
+    got = learn.predict(m, PREEMPT, (0.1, 0.0))
+    assert got is not None and got[0] == "preempted"
+    assert "nearest labelled excerpt" in got[2] and "learned model: preempted" in got[2]
+    swapped = [{**r, "label": "cancelled_user" if r["label"] == "preempted" else r["label"]} for r in RECS]
+    m2 = dict(m, parts=[learn_train.train_knn(swapped), m["parts"][1]])
+    assert learn.predict(m2["parts"][0], PREEMPT, 0.1)[0] == "cancelled_user"  # each alone answers...
+    assert learn.predict(m2, PREEMPT, (0.1, 0.0)) is None  # ...but they disagree
+
+
 def test_no_guess_below_the_threshold() -> None:
     assert learn.predict(learn_train.train_knn(RECS), "completely unrelated words here", threshold=0.5) is None
 

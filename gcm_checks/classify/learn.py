@@ -11,6 +11,8 @@ prolog never imports this module):
   ``threshold``, and names the line and the features that pushed it there.
 - ``knn``: tf-idf nearest labelled excerpts (the shipped one); it names the
   excerpt and the words they share.
+- ``agree``: a kNN and a logistic regression, answering only where both
+  answer the same (``threshold`` is then the pair of their thresholds).
 
 Whether any of this pays is measured, never assumed: grouped k-fold
 cross-validation over the *tuning* rows (group = source thread, so two
@@ -214,10 +216,18 @@ def predict_knn(model: Dict[str, Any], text: str, min_similarity: float) -> Opti
 # --------------------------------------------------------------------------- one entry point
 
 
-def predict(model: Dict[str, Any], text: str, threshold: Optional[float] = None) -> Optional[Tuple[str, float, str]]:
+def predict(model: Dict[str, Any], text: str, threshold: Any = None) -> Optional[Tuple[str, float, str]]:
     """(label, score, explanation) or None (abstain); ``threshold`` defaults to the model's own."""
     t = model.get("threshold", 0.5) if threshold is None else threshold
-    if model.get("kind") == "linear":
+    kind = model.get("kind")
+    if kind == "agree":
+        # Two models that err differently: answer only where both answer the same.
+        ts = t if isinstance(t, (list, tuple)) else [t] * len(model["parts"])
+        got = [predict(part, text, pt) for part, pt in zip(model["parts"], ts)]
+        if any(g is None for g in got) or len({g[0] for g in got}) != 1:
+            return None
+        return got[0][0], min(g[1] for g in got), "; ".join(g[2] for g in got)
+    if kind == "linear":
         return predict_linear(model, text, t)
     return predict_knn(model, text, t)
 

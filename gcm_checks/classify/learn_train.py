@@ -151,13 +151,20 @@ def train_knn(records: Sequence[Record]) -> Dict[str, Any]:
             "idf": {t: round(x, 4) for t, x in idf.items() if any(t in d["v"] for d in docs)}, "docs": docs}
 
 
-TRAINERS: Dict[str, Callable[..., Dict[str, Any]]] = {"logreg": train_logreg, "cnb": train_cnb, "knn": train_knn}
+def train_agree(records: Sequence[Record]) -> Dict[str, Any]:
+    return {"version": 2, "kind": "agree", "learner": "agree", "parts": [train_knn(records), train_logreg(records)]}
+
+
+TRAINERS: Dict[str, Callable[..., Dict[str, Any]]] = {"logreg": train_logreg, "cnb": train_cnb, "knn": train_knn,
+                                                      "agree": train_agree}
 # Per learner: (its best threshold in the grouped CV of 2026-12-01, the share of
 # its answers that were right when the threshold was chosen inside each fold).
 # Retraining without --threshold/--cv-precision uses these; docs/benchmarks.md.
-BEST = {"knn": (0.8, 0.53), "cnb": (0.25, 0.52), "logreg": (0.5, 0.43)}
+BEST: Dict[str, Tuple[Any, float]] = {"knn": (0.8, 0.53), "cnb": (0.25, 0.52), "logreg": (0.5, 0.43),
+                                      "agree": ((0.5, 0.2), 0.5)}
 THRESHOLDS = {"logreg": (0.2, 0.3, 0.4, 0.5, 0.6, 0.7), "cnb": (0.1, 0.15, 0.2, 0.25, 0.3),
-              "knn": (0.4, 0.5, 0.6, 0.7, 0.8)}
+              "knn": (0.4, 0.5, 0.6, 0.7, 0.8),
+              "agree": ((0.4, 0.2), (0.5, 0.2), (0.6, 0.2), (0.4, 0.3), (0.5, 0.3))}
 
 
 # --------------------------------------------------------------------------- cross-validation
@@ -278,11 +285,15 @@ def nested_cv(records: Sequence[Record], learner: str, k: int = 5, seeds: Sequen
 
 
 def render_nested(n: Dict[str, Any]) -> str:
-    picks = ", ".join(f"{p[0]}@{p[1]:g}" if p else "off" for p in n["picks"])
+    picks = ", ".join(f"{p[0]}@{_fmt(p[1])}" if p else "off" for p in n["picks"])
     return (f"{n['learner']} nested {n['k']}-fold x {len(n['seeds'])}: pooled macro-F1 {n['pooled_rules']:.3f} -> "
             f"{n['pooled']:.3f}; per-fold delta {n['mean_delta']:+.4f} +- {n['sd_delta']:.4f} "
             f"(up {sum(d > 1e-9 for d in n['deltas'])}, down {sum(d < -1e-9 for d in n['deltas'])} of "
             f"{len(n['deltas'])}); answers {n['right']}/{n['answers']} right; picks: {picks}")
+
+
+def _fmt(threshold: Any) -> str:
+    return "/".join(f"{t:g}" for t in threshold) if isinstance(threshold, (list, tuple)) else f"{threshold:.2f}"
 
 
 def render_cv(cv: Dict[str, Any]) -> str:
@@ -293,7 +304,7 @@ def render_cv(cv: Dict[str, Any]) -> str:
              f" +- {statistics.pstdev(r['folds']):.3f}",
              f"  {'scope':<10} {'thr':>4} {'pooled':>7} {'delta':>7} {'sd':>6} {'up/down':>8} {'answers right':>14}"]
     for c in cv["configs"]:
-        lines.append(f"  {c['scope']:<10} {c['threshold']:>4.2f} {c['pooled']:7.3f} {c['mean_delta']:+7.3f}"
+        lines.append(f"  {c['scope']:<10} {_fmt(c['threshold']):>4} {c['pooled']:7.3f} {c['mean_delta']:+7.3f}"
                      f" {c['sd_delta']:6.3f} {c['folds_up']:>3}/{c['folds_down']:<3}/{nf:<2}"
                      f" {c['answers']:>6} {c['right']:>6}")
     return "\n".join(lines)
