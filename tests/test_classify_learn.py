@@ -157,6 +157,9 @@ def test_shipped_model_is_small_and_saw_no_sealed_row() -> None:
     model = json.loads(Path(learn.DATA).read_text())
     by_id = {r["id"]: r for r in load_corpus(FILES)}
     assert model["trained_on"] == sum(split_of(r) == TUNING for r in by_id.values())
-    if model["kind"] == "knn":
-        assert all(split_of(by_id[d["id"]]) == TUNING for d in model["docs"])
+    for part in model.get("parts", [model]):
+        if part["kind"] == "knn":
+            assert part["docs"] and all(split_of(by_id[d["id"]]) == TUNING for d in part["docs"])
+    assert (model["threshold"], model["cv_precision"]) == tuple(
+        list(x) if isinstance(x, tuple) else x for x in learn_train.BEST[model["learner"]])
     assert learn.answer_confidence(model, 1.0) <= 0.5

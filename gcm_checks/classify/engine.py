@@ -275,8 +275,9 @@ def _learned_guess(inp: ClassifyInput, result: Classification) -> Classification
     cat = CATEGORIES[label]
     rule = "learned." + str(model.get("learner") or model.get("kind") or "model")
     return Classification(label, cat.responsibility, learn.answer_confidence(model, score), rule,
-                          [Evidence("corpus", 0, sanitize(why))],
-                          f"No rule decided; a model learned from labelled real logs says {label} ({why}) — {cat.verdict}.")
+                          [Evidence("corpus", 0, sanitize(w)) for w in why.splitlines()],
+                          f"No rule decided; a model learned from labelled real logs says {label}"
+                          f" ({sanitize(why.splitlines()[0])}) — {cat.verdict}.")
 
 
 def judge(hits: Sequence[Hit], inp: ClassifyInput) -> Classification:

@@ -226,7 +226,7 @@ def predict(model: Dict[str, Any], text: str, threshold: Any = None) -> Optional
         got = [predict(part, text, pt) for part, pt in zip(model["parts"], ts)]
         if any(g is None for g in got) or len({g[0] for g in got}) != 1:
             return None
-        return got[0][0], min(g[1] for g in got), "; ".join(g[2] for g in got)
+        return got[0][0], min(g[1] for g in got), "\n".join(g[2] for g in got)  # one evidence line each
     if kind == "linear":
         return predict_linear(model, text, t)
     return predict_knn(model, text, t)
@@ -250,10 +250,12 @@ def decide(model: Dict[str, Any], text: str, rule: str, category: str, confidenc
 
 
 def answer_confidence(model: Dict[str, Any], score: float) -> float:
-    """What the guess is worth: the cross-validated precision of the model's
-    answers (stored with it), never more than 0.5: a guess from resemblance is
-    below every rule's answer."""
-    return round(min(0.5, float(model.get("cv_precision", 0.3)), score), 3)
+    """What the guess is worth: the share of the model's answers that were right
+    in cross-validation (stored with it), never more than 0.5: a guess from
+    resemblance stays below every rule's answer. ``score`` (a similarity or
+    probability past the threshold) did not track rightness in CV, so it is
+    shown in the explanation, not used here."""
+    return round(min(0.5, float(model.get("cv_precision", 0.3))), 3)
 
 
 def load(path: str = DATA) -> Optional[Dict[str, Any]]:

@@ -161,7 +161,7 @@ TRAINERS: Dict[str, Callable[..., Dict[str, Any]]] = {"logreg": train_logreg, "c
 # its answers that were right when the threshold was chosen inside each fold).
 # Retraining without --threshold/--cv-precision uses these; docs/benchmarks.md.
 BEST: Dict[str, Tuple[Any, float]] = {"knn": (0.8, 0.53), "cnb": (0.25, 0.52), "logreg": (0.5, 0.43),
-                                      "agree": ((0.5, 0.2), 0.5)}
+                                      "agree": ((0.6, 0.2), 0.69)}
 THRESHOLDS = {"logreg": (0.2, 0.3, 0.4, 0.5, 0.6, 0.7), "cnb": (0.1, 0.15, 0.2, 0.25, 0.3),
               "knn": (0.4, 0.5, 0.6, 0.7, 0.8),
               "agree": ((0.4, 0.2), (0.5, 0.2), (0.6, 0.2), (0.4, 0.3), (0.5, 0.3))}
@@ -314,7 +314,7 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m gcm_checks.classify.learn_train",
                                 description="retrain the learned fallback on tuning rows, or cross-validate it")
     p.add_argument("corpus", nargs="+", help="labelled JSONL files (named; a directory is refused)")
-    p.add_argument("--learner", choices=sorted(TRAINERS), default="knn", help="default: the shipped one")
+    p.add_argument("--learner", choices=sorted(TRAINERS), default="agree", help="default: the shipped one")
     p.add_argument("--cv", action="store_true", help="grouped k-fold CV instead of training the shipped model")
     p.add_argument("--nested", action="store_true", help="with --cv: also pick scope/threshold inside each fold")
     p.add_argument("--k", type=int, default=5)
@@ -345,8 +345,9 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
                  cv_precision=best_precision if a.cv_precision is None else a.cv_precision, trained_on=len(recs))
     with open(a.out, "w", encoding="utf-8") as f:
         json.dump(model, f, separators=(",", ":"), sort_keys=True)
-    size = len(model.get("w") or model.get("docs") or ())
-    print(f"{a.learner}: {len(recs)} tuning rows, {size} {'features' if 'w' in model else 'excerpts'} -> {a.out}")
+    sizes = [f"{len(m['w'])} features" if "w" in m else f"{len(m['docs'])} excerpts"
+             for m in model.get("parts", [model])]
+    print(f"{a.learner}: {len(recs)} tuning rows, {' + '.join(sizes)} -> {a.out}")
     return 0
 
 
