@@ -1,17 +1,19 @@
 """Train the learned fallback and measure whether it pays (issue 14, item 7).
 
-Three learners over the same labelled real excerpts, all pure Python and
+Learners over the same labelled real excerpts, all pure Python and
 deterministic (no numpy, no scikit-learn):
 
 - ``logreg``: multinomial logistic regression, SGD with L2, over
   ``learn.features`` (words, word pairs and char 5-grams of error-looking lines);
 - ``cnb``: complement naive Bayes over the same features, stored as the same
   linear model (a per-feature shift leaves the answer unchanged);
-- ``knn``: tf-idf nearest excerpts, the first version.
+- ``knn``: tf-idf nearest excerpts, the first version;
+- ``agree`` (shipped): ``knn`` and ``logreg`` together, answering only where
+  both give the same class.
 
-Only *tuning* rows are ever read (``tuning_rows`` drops sealed ones by
-``corpus.split_of`` before anything else sees them), and only named files:
-a directory would pull in batches gathered blind later.
+Only *tuning* rows reach a trainer or the CV (``tuning_rows`` drops sealed
+ones by ``corpus.split_of`` as the files are loaded), and only from named
+files: a directory would pull in batches gathered blind later.
 
 ``--cv``: grouped k-fold cross-validation, group = source thread
 (``corpus.thread_key``). Each held-out fold is classified by the rules, then
