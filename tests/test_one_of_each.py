@@ -32,7 +32,7 @@ PRINT_ALLOWED_DIRS = ("commands/",)
 PRINT_ALLOWED = {
     "cli.py", "gcm_run_cli.py",  # the command lines themselves
     "logs.py",  # slurmd_line
-    "classify/learn.py",  # its own `python -m` main, a build tool for the model file
+    "classify/learn_train.py",  # `python -m gcm_checks.classify.learn`: a build tool for the model file
 }
 
 

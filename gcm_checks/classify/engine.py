@@ -248,33 +248,36 @@ def classify(inp: ClassifyInput) -> Classification:
                 h.rank = 1
     hits.extend(structured)
     result = judge(hits, inp)
-    if NEIGHBOURS_MIN_SIMILARITY is not None and result.rule in _NO_RULE_CLAIMED:
-        result = _neighbour_guess(inp, result)
+    if LEARNED_FALLBACK and result.confidence <= 0.5:
+        result = _learned_guess(inp, result)
     return result
 
 
-# Item 7 of issue 14: when no rule claims a log, the nearest labelled real
-# excerpts may guess (gcm_checks.classify.learn). Off by default: on the corpus
-# it moved the sealed macro-F1 by +0.002 and the tuning split's
-# leave-one-thread-out score by -0.005, which is noise, not a gain
-# (docs/benchmarks.md). ``classify --neighbours`` turns it on.
-NEIGHBOURS_MIN_SIMILARITY: Optional[float] = None
-_NO_RULE_CLAIMED = ("fallback.no_evidence", "fallback.no_match")
+# Item 7 of issue 14: when no rule claims a log, a model learned from the
+# labelled real excerpts may guess (gcm_checks.classify.learn, which also says
+# how it was measured; docs/failure-taxonomy.md). LEARNED_FALLBACK_DEFAULT is
+# what cross-validation on the corpus's tuning rows supports.
+LEARNED_FALLBACK_DEFAULT = False
+LEARNED_FALLBACK = LEARNED_FALLBACK_DEFAULT
 
 
-def _neighbour_guess(inp: ClassifyInput, result: Classification) -> Classification:
+def _learned_guess(inp: ClassifyInput, result: Classification) -> Classification:
     from gcm_checks.classify import learn  # lazy: never on the prolog path
 
     model = learn.load()
-    text = "\n".join(log.text for log in inp.logs if isinstance(log.text, str))
-    got = learn.predict(model, text, NEIGHBOURS_MIN_SIMILARITY) if model and text.strip() else None
-    if got is None or got[0] == result.category:
+    if not model:
         return result
-    label, sim, why = got
+    text = "\n".join(log.text for log in inp.logs if isinstance(log.text, str))
+    got = learn.decide(model, text, result.rule, result.category, result.confidence)
+    if got is None:
+        return result
+    label, score, why = got
     cat = CATEGORIES[label]
-    return Classification(label, cat.responsibility, round(min(0.5, 0.2 + sim / 2), 3), "learned.neighbours",
-                          [Evidence("corpus", 0, sanitize(why))],
-                          f"No rule matched; the closest labelled real log says {label} ({why}) — {cat.verdict}.")
+    rule = "learned." + str(model.get("learner") or model.get("kind") or "model")
+    return Classification(label, cat.responsibility, learn.answer_confidence(model, score), rule,
+                          [Evidence("corpus", 0, sanitize(w)) for w in why.splitlines()],
+                          f"No rule decided; a model learned from labelled real logs says {label}"
+                          f" ({sanitize(why.splitlines()[0])}) — {cat.verdict}.")
 
 
 def judge(hits: Sequence[Hit], inp: ClassifyInput) -> Classification:

@@ -32,8 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--evaluate", metavar="FILE.jsonl", help="score labelled records against their 'label'")
     parser.add_argument("--split", choices=("all", "sealed", "tuning"), default="all",
                         help="with --evaluate: score only one split of the corpus (sealed iff sha256(source thread) mod 3 == 0)")
-    parser.add_argument("--neighbours", action="store_true",
-                        help="when no rule matches, let the nearest labelled real excerpts guess (issue 14 item 7; off by default)")
+    parser.add_argument("--learned", "--neighbours", dest="learned", action="store_true",
+                        help="when no rule decides, let the model learned from labelled real logs guess "
+                             "(issue 14 item 7; off by default: cross-validation showed no clear gain)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     from gcm_checks.commands._conventions import add_config
 
@@ -41,10 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if getattr(args, "neighbours", False):
+    if getattr(args, "learned", None):
         from gcm_checks.classify import engine
 
-        engine.NEIGHBOURS_MIN_SIMILARITY = 0.5  # chosen by cross-validation on the tuning split
+        engine.LEARNED_FALLBACK = True  # threshold and scope travel with the model (learn.py)
     if args.batch:
         return _batch(args.batch, sys.stdout)
     if args.evaluate:
