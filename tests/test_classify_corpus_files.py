@@ -44,6 +44,15 @@ FILES: Dict[str, Floors] = {
     "c": Floors(180, 150, 6, ("network_fabric", "preempted", "cancelled_user", "success", "unknown",
                               "import_env", "host_oom", "segfault_signal", "gpu_hardware", "node_failure",
                               "timeout_walltime"), 12),
+    # d, e and f were gathered at the same time, each on its own stacks; rows whose thread or text
+    # an earlier file already had were dropped at the merge (e lost 9, f 23), and e found few
+    # training-framework threads about time limits or preemption that a, b or c had not taken.
+    "d": Floors(180, 180, 8, ("preempted", "cancelled_user", "success", "unknown", "node_failure",
+                              "timeout_walltime", "network_fabric", "gpu_hardware"), 12),
+    "e": Floors(180, 180, 1, ("gpu_oom", "host_oom", "nccl_comm", "cuda_runtime", "numeric_divergence",
+                              "import_env", "data_input", "software_exception", "unknown", "success"), 9),
+    "f": Floors(185, 185, 4, ("segfault_signal", "software_exception", "import_env", "cuda_runtime", "gpu_oom",
+                              "host_oom", "storage_io", "data_input", "success", "unknown"), 11),
 }
 
 
