@@ -71,13 +71,15 @@ SRC_MORE_RULES: Tuple[Rule, ...] = (
          "the cloud VM running the task stopped or was recreated"),
     # ---- scheduler and CI ends -----------------------------------------------------------
     # Azure Pipelines: "The job running on agent NAME ran longer than the maximum time of 60
-    # minutes. For more information, see https://go.microsoft.com/fwlink/?linkid=2077134"
-    # and the YAML form "The job exceeded the maximum allowed time of 01:00:00 and was stopped."
-    Rule("ci.max_time", "timeout_walltime", R_SCHED, 0.9,
+    # minutes." is rules_fam's fam.ci_timeout; this rule reads the forms it does not: the
+    # d.hh:mm:ss limit of classic pipelines ("... ran longer than the maximum time of
+    # 2.00:00:00 minutes."), the message wrapped after "ran longer than", and the YAML
+    # form "The job exceeded the maximum allowed time of 01:00:00 and was stopped."
+    Rule("ci.max_time", "timeout_walltime", R_SCHED - 2, 0.85,
          ("ran longer than", "exceeded the maximum allowed time of"),
-         r"ran longer than the maximum time of [\d.:]+|exceeded the maximum allowed time of [\d.:]+"
+         r"ran longer than the maximum time of \d+\.?\d*:\d\d:\d\d|exceeded the maximum allowed time of [\d.:]+"
          r"|The job running on agent .{1,200} ran longer than\s*$",
-         "the CI system stopped the job at its time limit", terminal=True),
+         "the CI system stopped the job at its time limit", terminal=True, warnings_ok=True),
     # AiiDA calculation plugins' exit messages: "The job ran out of walltime." / "The
     # calculation stopped prematurely because it ran out of walltime." (ERROR_OUT_OF_WALLTIME).
     Rule("wf.out_of_walltime", "timeout_walltime", R_SCHED - 2, 0.8,
@@ -169,20 +171,22 @@ SRC_MORE_RULES: Tuple[Rule, ...] = (
     # Slurm's PMIx plugin (pmixp_coll_ring.c / pmixp_coll_tree.c): "mpi/pmix_v3:
     # pmixp_coll_ring_reset_if_to: node1 [0]: pmixp_coll_ring.c:742: 0x...: collective timeout seq=0".
     Rule("net.pmix_coll_timeout", "network_fabric", R_NET - 6, 0.7,
-         ("collective timeout",), r"pmixp_coll\w*: .{0,200}collective timeout\b",
+         ("collective timeout",), r"pmixp_coll\w*: .{0,200}collective timeout seq=\d+",
          "Slurm's PMIx wire-up between the nodes timed out"),
     # ---- NCCL / c10d ---------------------------------------------------------------------
     # NCCL logs the return code of every call on the way up after a failure: "NCCL INFO
     # init.cc:424 -> 2" (2 = ncclSystemError, 3 = internal, 5 = invalid usage...). The
     # lines come only when a call failed, whatever the WARN before them said.
+    # Keyed on the source file, not "nccl info": a healthy run prints hundreds of INFO lines.
     Rule("nccl.error_unwind", "nccl_comm", R_NCCL - 3, 0.65,
-         ("nccl info",), r"NCCL INFO [\w/.-]{1,80}\.(?:cc|cu|h):\d+ -> [1-9]\d?\b",
+         (".cc:", ".cu:"), r"NCCL INFO [\w/.-]{1,80}\.(?:cc|cu):\d+ -> [1-9]\d?\b",
          "an NCCL call failed (its error code is logged on the way up)", warnings_ok=True),
     # c10d's TCPStore (the rendezvous store torchrun and init_process_group use):
-    # "RuntimeError: Socket Timeout" when a peer never wrote its key.
-    Rule("c10d.store_timeout", "nccl_comm", R_NCCL - 3, 0.7,
+    # "RuntimeError: Socket Timeout" when a peer never wrote its key - often because that peer
+    # failed first (a symptom, like rules_fam's fam.rendezvous, which ranks above it).
+    Rule("c10d.store_timeout", "nccl_comm", R_NCCL - 5, 0.7,
          ("socket timeout",), r"\bRuntimeError: Socket Timeout\b|DistStoreError: Socket Timeout\b",
-         "the distributed rendezvous store timed out waiting for a peer"),
+         "the distributed rendezvous store timed out waiting for a peer", symptom=True),
     # ---- memory --------------------------------------------------------------------------
     # systemd, for a unit (a service running the job) the kernel OOM killer hit: "NAME.service:
     # A process of this unit has been killed by the OOM killer." / "Failed with result 'oom-kill'."
@@ -249,9 +253,10 @@ SRC_MORE_RULES: Tuple[Rule, ...] = (
          "a CUDA call failed in ONNX Runtime"),
     # ---- storage -------------------------------------------------------------------------
     # ENOSPC inside an Apptainer/Singularity "FATAL: While performing build: ... no space left
-    # on device": rules_docs' doc.env keys on "FATAL:" and ranks above io.errno.
+    # on device": rules_docs' doc.env keys on "FATAL:" and ranks above io.errno (which keeps
+    # Python's "[Errno 28] No space left on device").
     Rule("io.enospc", "storage_io", R_ENV_CUDA + 1, 0.85,
-         ("no space left on device",), r"(?i:no space left on device)",
+         ("no space left on device",), r"(?<!\[Errno 28\] )(?i:no space left on device)",
          "the filesystem ran out of space"),
     # NumPy's tofile/save on a short write (convert.c): "OSError: 120000000 requested and 0 written".
     Rule("io.short_write", "storage_io", R_STORAGE, 0.75,
