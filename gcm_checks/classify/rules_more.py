@@ -17,6 +17,7 @@ from gcm_checks.classify.rules_docs import DOC_RULES
 from gcm_checks.classify.rules_fam import FAM_RULES
 from gcm_checks.classify.rules_src_app import SRC_APP_RULES
 from gcm_checks.classify.rules_src_infra import SRC_INFRA_RULES
+from gcm_checks.classify.rules_src_more import SRC_MORE_RULES
 from gcm_checks.classify.rules import (
     KERNEL, R_CANCEL, R_CUDA, R_DATA, R_ENV, R_EXCEPTION, R_GPU_HW, R_HOST_OOM_SLURM, R_NCCL, R_NODE_FAIL, R_NUMERIC, R_OOM,
     R_NET, R_SCHED, R_SIGNAL, R_STORAGE, R_SUCCESS, R_VAGUE, RULES, Rule,
@@ -378,7 +379,7 @@ KERNEL_HW_RULES: Tuple[Rule, ...] = (
 )
 
 ALL_RULES: Tuple[Rule, ...] = (RULES + MORE_RULES + KERNEL_HW_RULES + DOC_RULES + FAM_RULES + SRC_INFRA_RULES
-                                + SRC_APP_RULES)
+                                + SRC_APP_RULES + SRC_MORE_RULES)
 ALL_BY_ID: Dict[str, Rule] = {r.id: r for r in ALL_RULES}
 if len(ALL_BY_ID) != len(ALL_RULES):  # pragma: no cover - a table typo
     raise ValueError("duplicate rule id in ALL_RULES")

@@ -235,7 +235,10 @@ SRC_APP_RULES: Tuple[Rule, ...] = (
          r"|is newer than and incompatible with jax version|but JAX was built against version"
          r"|Loaded runtime CuDNN library: \S+ (?:\(compatibility version \d+\) )?but source was compiled with"
          r"|DNN library is not found|CUDA_HOME does not exist, unable to compile CUDA op"
-         r"|does not match the version torch was compiled with|does not match the version used to compile Pytorch"
+         # DeepSpeed's op builder goes on "... compiled with 11.7 but since the APIs are compatible,
+         # accepting this combination": a note, not an error.
+         r"|does not match the version torch was compiled with(?! \S+ but since the APIs are compatible)"
+         r"|does not match the version used to compile Pytorch"
          r"|Failed to find C compiler\. Please specify via CC|too old to be supported by the triton GPU compiler"
          r"|package flash_attn seems to be not installed|No operator found for `\w+`"
          r"|CUDA Setup failed despite GPU being available|OMP: Error #15: Initializing \S+, but found \S+ already initialized"

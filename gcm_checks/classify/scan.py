@@ -174,6 +174,11 @@ def _compact(text: str) -> Tuple[List[str], List[int], List[int], List[bytes]]:
     # so the byte lines stay aligned with the str lines.
     kb = text.encode("utf-8", "surrogatepass").translate(None, _DIGITS_BLANKS)
     keys: List[Optional[bytes]] = list(kb.split(b"\n"))
+    if not text.isascii():
+        # A line of only non-ASCII text (bash's "Killed" in zh_CN is "已杀死") keys like a
+        # blank line once its bytes >= 0x80 are dropped, and would vanish with the blanks.
+        for i in [i for i, k in enumerate(keys) if not k and lines[i].strip()]:
+            keys[i] = lines[i].encode("utf-8", "surrogatepass")
     if b'File"' in kb or b"frame#" in kb:
         for i in [i for i, k in enumerate(keys) if k is not None and (
                 k.startswith((b'File"', b"frame#")) or (k[:1] == b"[" and (b']:File"' in k[:48] or b"]:frame#" in k[:48])))]:
