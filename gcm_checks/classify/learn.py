@@ -50,16 +50,26 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "classify_learned.json")
-QUERY_CHARS = 8192
+# The log's end a model reads. The labelled excerpts it learns from are the
+# ends of real logs, none of a..f's tuning rows over 1.4 KB, so a query reads
+# about as much: reading 8 KB cost three times the time for text unlike
+# anything it learned from (and cross-validation could not show it paying).
+QUERY_CHARS = 2048
 TERMS_PER_DOC = 64
+# A query keeps its heaviest terms only, as each excerpt does: the light ones
+# (words most excerpts share) hold the longest postings lists and moved
+# nothing in cross-validation (docs/benchmarks.md, item 7).
+QUERY_TERMS = int(os.environ.get("GCM_LEARN_QUERY_TERMS", "0"))
 _WORD = re.compile(r"[a-z][a-z0-9_]{2,}")
 # Lines worth reading closely: errors, ends of jobs, scheduler verdicts. The
 # rest of a log (progress bars, metrics) is mostly the job's own chatter.
+# Matched against the lower-cased line: re.I over ~45 alternatives cost 3 ms
+# a 10 KB log, lower() first a third of that.
 _INTERESTING = re.compile(
     r"error|fail|fatal|exception|abort|kill|denied|terminat|cancel|preempt|timeout|timed out|time limit|oom|"
     r"memory|signal|segment|fault|core dump|traceback|refused|lost|unreachable|not found|no such|invalid|"
     r"\bnan\b|exit|status|reclaim|evict|shut ?down|warn|complet|finish|done|succe|xid|nccl|cuda|hang|stuck",
-    re.I)
+)
 MAX_INTERESTING = 40
 # Where the learned model may overrule the rules: only answers that say
 # "nobody claimed this" (``claimed``), or those plus weak hints (``weak``).
@@ -68,20 +78,26 @@ NO_RULE_CLAIMED = ("fallback.no_evidence", "fallback.no_match")
 WEAK_CONFIDENCE = 0.5
 
 _MODEL: Optional[Dict[str, Any]] = None
+_HEADS: Dict[int, Tuple[Dict[str, Any], "set[str]"]] = {}
+_INDEX: Dict[int, Tuple[List[Any], Dict[str, List[Tuple[int, float]]]]] = {}
 
 
 # --------------------------------------------------------------------------- features
 
 
+_NO_DIGITS = str.maketrans("", "", "0123456789")
+
+
 def _words(text: str) -> List[str]:
     # Numbers, ids and hashes say nothing about the class and never repeat.
-    return [w for w in _WORD.findall(text.lower()) if sum(ch.isdigit() for ch in w) < 3]
+    # (isalpha first: most words have no digit, and translate is C-speed.)
+    return [w for w in _WORD.findall(text.lower()) if w.isalpha() or len(w) - len(w.translate(_NO_DIGITS)) < 3]
 
 
 def interesting_lines(text: str) -> List[str]:
     """The error-looking lines of the log's end (else its last lines)."""
     lines = [ln.strip() for ln in text[-QUERY_CHARS:].splitlines() if ln.strip()]
-    keep = [ln for ln in lines if _INTERESTING.search(ln)]
+    keep = [ln for ln in lines if _INTERESTING.search(ln.lower())]
     return (keep or lines)[-MAX_INTERESTING:]
 
 
@@ -132,9 +148,10 @@ def linear_scores(model: Dict[str, Any], x: Dict[str, float]) -> Tuple[List[floa
     return s, known
 
 
-def explain_linear(model: Dict[str, Any], text: str, ci: int) -> Tuple[str, List[str]]:
+def explain_linear(model: Dict[str, Any], text: str, ci: int,
+                   x: Optional[Dict[str, float]] = None) -> Tuple[str, List[str]]:
     """The line that pushed hardest toward class ``ci``, and the strongest features."""
-    x = features(text)
+    x = features(text) if x is None else x
     weights = model["w"]
 
     def toward(f: str) -> float:
@@ -160,7 +177,7 @@ def predict_linear(model: Dict[str, Any], text: str, threshold: float) -> Option
     if p[ci] < threshold:
         return None
     label = model["classes"][ci]
-    line, feats = explain_linear(model, text, ci)
+    line, feats = explain_linear(model, text, ci, x)
     why = f"learned model: {label} p={p[ci]:.2f} from " + ", ".join(feats)
     if line:
         why += f' in line "{line[:160]}"'
@@ -170,16 +187,40 @@ def predict_linear(model: Dict[str, Any], text: str, threshold: float) -> Option
 # --------------------------------------------------------------------------- nearest excerpts
 
 
-def terms(text: str) -> Dict[str, float]:
-    """Log-scaled counts of words and adjacent word pairs (numbers and ids dropped)."""
+def terms(text: str, vocab: Optional[Dict[str, Any]] = None) -> Dict[str, float]:
+    """Log-scaled counts of words and adjacent word pairs (numbers and ids
+    dropped); with ``vocab``, only its terms (what a query needs: the rest
+    has no idf, and building every pair was half a query's cost)."""
     words = _words(text[-QUERY_CHARS:])
     counts: Dict[str, int] = {}
-    for i, w in enumerate(words):
-        counts[w] = counts.get(w, 0) + 1
-        if i:
-            pair = words[i - 1] + " " + w
-            counts[pair] = counts.get(pair, 0) + 1
+    if vocab is None:
+        for i, w in enumerate(words):
+            counts[w] = counts.get(w, 0) + 1
+            if i:
+                pair = words[i - 1] + " " + w
+                counts[pair] = counts.get(pair, 0) + 1
+    else:
+        heads = _pair_heads(vocab)
+        prev = ""
+        for w in words:
+            if w in vocab:
+                counts[w] = counts.get(w, 0) + 1
+            if prev in heads:
+                pair = prev + " " + w
+                if pair in vocab:
+                    counts[pair] = counts.get(pair, 0) + 1
+            prev = w
     return {t: 1.0 + math.log(c) for t, c in counts.items()}
+
+
+def _pair_heads(vocab: Dict[str, Any]) -> "set[str]":
+    """First words of the vocabulary's word pairs (cached per vocabulary)."""
+    got = _HEADS.get(id(vocab))
+    if got is None or got[0] is not vocab:
+        if len(_HEADS) > 32:
+            _HEADS.clear()
+        got = _HEADS[id(vocab)] = (vocab, {t.split(" ", 1)[0] for t in vocab if " " in t})
+    return got[1]
 
 
 def tfidf_vector(tf: Dict[str, float], idf: Dict[str, float], keep: Optional[int] = None) -> Dict[str, float]:
@@ -190,16 +231,38 @@ def tfidf_vector(tf: Dict[str, float], idf: Dict[str, float], keep: Optional[int
     return {t: x / norm for t, x in v.items()}
 
 
+def _postings(model: Dict[str, Any]) -> Dict[str, List[Tuple[int, float]]]:
+    """term -> [(excerpt index, weight)]: built once per loaded model, so a
+    query touches only the excerpts that share a term with it (a scan of every
+    excerpt cost ~3 ms a log at 867 excerpts)."""
+    docs = model["docs"]
+    got = _INDEX.get(id(docs))
+    if got is None or got[0] is not docs:
+        post: Dict[str, List[Tuple[int, float]]] = {}
+        for n, d in enumerate(docs):
+            for t, w in d["v"].items():
+                post.setdefault(t, []).append((n, w))
+        if len(_INDEX) > 32:  # cross-validation loads many models; keep a few
+            _INDEX.clear()
+        got = _INDEX[id(docs)] = (docs, post)
+    return got[1]
+
+
 def neighbours(model: Dict[str, Any], text: str, k: int = 3) -> List[Tuple[float, Dict[str, Any], List[str]]]:
     """The ``k`` most similar labelled excerpts: (cosine, doc, shared terms by weight)."""
-    q = tfidf_vector(terms(text), model["idf"])
-    scored = []
-    for d in model["docs"]:
-        shared = [(q[t] * w, t) for t, w in d["v"].items() if t in q]
-        if shared:
-            scored.append((sum(s for s, _ in shared), d, [t for _, t in sorted(shared, reverse=True)[:4]]))
-    scored.sort(key=lambda x: -x[0])
-    return scored[:k]
+    q = tfidf_vector(terms(text, model["idf"]), model["idf"], QUERY_TERMS or None)
+    post = _postings(model)
+    sims: Dict[int, float] = {}
+    for t, qw in q.items():
+        for n, w in post.get(t, ()):
+            sims[n] = sims.get(n, 0.0) + qw * w
+    docs = model["docs"]
+    top = sorted(sims, key=lambda n: (-sims[n], n))[:k]  # ties: the earlier excerpt, as a scan would
+    out = []
+    for n in top:
+        shared = sorted(((q[t] * w, t) for t, w in docs[n]["v"].items() if t in q), reverse=True)
+        out.append((sims[n], docs[n], [t for _, t in shared[:4]]))
+    return out
 
 
 def predict_knn(model: Dict[str, Any], text: str, min_similarity: float) -> Optional[Tuple[str, float, str]]:
@@ -235,14 +298,19 @@ def predict(model: Dict[str, Any], text: str, threshold: Any = None) -> Optional
     return predict_knn(model, text, t)
 
 
+def in_scope(model: Dict[str, Any], rule: str, category: str, confidence: float) -> bool:
+    """Whether the rules' answer is one the model may replace (its ``scope``)."""
+    scope = model.get("scope", SCOPE_UNCLAIMED)
+    weak = scope == SCOPE_WEAK and confidence <= WEAK_CONFIDENCE and not rule.startswith(("exit.", "slurm.", "node."))
+    return rule in NO_RULE_CLAIMED or weak
+
+
 def decide(model: Dict[str, Any], text: str, rule: str, category: str, confidence: float,
            scope: Optional[str] = None) -> Optional[Tuple[str, float, str]]:
     """The learned answer that replaces the rules' (``rule``, ``category``,
     ``confidence``), or None to keep theirs. Shared by the engine and the
     cross-validation, so what is measured is what runs."""
-    scope = scope or model.get("scope", SCOPE_UNCLAIMED)
-    weak = scope == SCOPE_WEAK and confidence <= WEAK_CONFIDENCE and not rule.startswith(("exit.", "slurm.", "node."))
-    if rule not in NO_RULE_CLAIMED and not weak:
+    if not in_scope(dict(model, scope=scope or model.get("scope", SCOPE_UNCLAIMED)), rule, category, confidence):
         return None
     if not text.strip():
         return None
