@@ -41,8 +41,10 @@ too and must stay unread. Trainers and the CV harness: ``learn_train.py``.
 from __future__ import annotations
 
 import gzip
+import heapq
 import json
 import math
+import operator
 import os
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -251,9 +253,12 @@ def neighbours(model: Dict[str, Any], text: str, k: int = 3) -> List[Tuple[float
         for n, w in post.get(t, ()):
             sims[n] = sims.get(n, 0.0) + qw * w
     docs = model["docs"]
-    top = sorted(sims, key=lambda n: (-sims[n], n))[:k]  # ties: the earlier excerpt, as a scan would
+    # The k best without sorting every candidate (hundreds a query); ties go to
+    # the earlier excerpt, as a scan in excerpt order would.
+    top = heapq.nlargest(k, zip(sims.values(), map(operator.neg, sims)))
     out = []
-    for n in top:
+    for _, neg in top:
+        n = -neg
         shared = sorted(((q[t] * w, t) for t, w in docs[n]["v"].items() if t in q), reverse=True)
         out.append((sims[n], docs[n], [t for _, t in shared[:4]]))
     return out
