@@ -211,3 +211,16 @@ def test_learned_success_never_outweighs_a_failed_exit(monkeypatch) -> None:
     assert classify(ClassifyInput(logs=[LogText("log", done)])).rule == "learned.knn"
     r = classify(ClassifyInput(logs=[LogText("log", done)], exit_code=3, signal=0))
     assert r.category == "unknown" and not r.rule.startswith("learned")
+
+
+def test_no_guess_for_a_log_that_stops_mid_progress() -> None:
+    line = " iteration {0:>6}/  8000 | lm loss: {1:.4E} | grad norm: 0.{0} | number of nan iterations:   0 |"
+    routine = "\n".join(line.format(i, 1.0 / i) for i in range(100, 110)) + "\n"
+    assert learn.ends_in_routine(routine)
+    assert not learn.ends_in_routine(routine + "torch.distributed.DistBackendError: NCCL error\n")
+    assert not learn.ends_in_routine(routine.splitlines()[0])  # too short to tell
+    # A model that has learned exactly these lines still gives no answer there.
+    rows = [{"id": f"m{i}", "label": "numeric_divergence", "text": routine} for i in range(3)] + RECS
+    model = dict(learn_train.train_knn(rows), threshold=0.1, scope=learn.SCOPE_UNCLAIMED)
+    assert learn.predict(model, routine)[0] == "numeric_divergence"
+    assert learn.decide(model, routine, "fallback.no_evidence", "unknown", 0.2) is None

@@ -307,6 +307,20 @@ def in_scope(model: Dict[str, Any], rule: str, category: str, confidence: float)
     return rule in NO_RULE_CLAIMED or weak
 
 
+ROUTINE_LINES = 3
+_NUMBERS_BLANKS = re.compile(r"[0-9\s.,:]+")
+
+
+def ends_in_routine(text: str) -> bool:
+    """Whether the log's last lines are one line repeated with other numbers
+    (progress chatter): the job stopped mid-routine and its text says nothing
+    of why. A labelled excerpt of such lines (Megatron's progress, whose NaN
+    shows only as a field gone missing) otherwise matched every healthy
+    Megatron log at similarity 1.0."""
+    lines = [ln for ln in text[-QUERY_CHARS:].splitlines() if ln.strip()][-ROUTINE_LINES:]
+    return len(lines) == ROUTINE_LINES and len({_NUMBERS_BLANKS.sub("", ln) for ln in lines}) == 1
+
+
 def decide(model: Dict[str, Any], text: str, rule: str, category: str, confidence: float,
            scope: Optional[str] = None) -> Optional[Tuple[str, float, str]]:
     """The learned answer that replaces the rules' (``rule``, ``category``,
@@ -314,7 +328,7 @@ def decide(model: Dict[str, Any], text: str, rule: str, category: str, confidenc
     cross-validation, so what is measured is what runs."""
     if not in_scope(dict(model, scope=scope or model.get("scope", SCOPE_UNCLAIMED)), rule, category, confidence):
         return None
-    if not text.strip():
+    if not text.strip() or ends_in_routine(text):
         return None
     got = predict(model, text)
     if got is None or got[0] in (category, "unknown"):
