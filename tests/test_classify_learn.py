@@ -14,7 +14,7 @@ from gcm_checks.classify import ClassifyInput, LogText, classify, engine, learn,
 from gcm_checks.classify.corpus import SEALED, TUNING, load as load_corpus, split_of, thread_key
 
 CORPUS = Path(__file__).parent / "fixtures" / "classify_corpus"
-FILES = [str(CORPUS / f) for f in ("a.jsonl", "b.jsonl", "c.jsonl")]
+FILES = [str(CORPUS / f) for f in ("a.jsonl", "b.jsonl", "c.jsonl", "d.jsonl", "e.jsonl", "f.jsonl")]
 
 RECS = [
     {"id": "t1", "label": "preempted", "text": "spot node reclaimed by provider, workload moved away from node alpha"},
@@ -94,9 +94,10 @@ def test_decide_only_where_no_rule_claimed_or_weak_hints() -> None:
     assert learn.decide(weak, PREEMPT, "exit.sigkill", "host_oom", 0.5) is None  # exit data is not a text hint
 
 
-def test_off_by_default_and_only_for_logs_no_rule_claims(monkeypatch) -> None:
+def test_on_by_default_and_only_for_logs_no_rule_claims(monkeypatch) -> None:
     text = "spot node reclaimed by provider, workload moved away"
-    assert engine.LEARNED_FALLBACK is engine.LEARNED_FALLBACK_DEFAULT is False
+    assert engine.LEARNED_FALLBACK is engine.LEARNED_FALLBACK_DEFAULT is True
+    monkeypatch.setattr(engine, "LEARNED_FALLBACK", False)
     assert classify(ClassifyInput(logs=[LogText("log", text)])).rule == "fallback.no_evidence"
     monkeypatch.setattr(engine, "LEARNED_FALLBACK", True)
     monkeypatch.setattr(learn, "_MODEL", dict(learn_train.train_logreg(RECS * 3), threshold=0.2, cv_precision=0.4))
@@ -154,7 +155,7 @@ def test_cross_validation_runs_the_engine_and_reports_both() -> None:
 
 def test_shipped_model_is_small_and_saw_no_sealed_row() -> None:
     assert Path(learn.DATA).stat().st_size < 2 << 20
-    model = json.loads(Path(learn.DATA).read_text())
+    model = learn.read(learn.DATA)
     by_id = {r["id"]: r for r in load_corpus(FILES)}
     tuning = {i for i, r in by_id.items() if split_of(r) == TUNING}
     # Every excerpt it learned from is a tuning row of the corpus, and it learned
@@ -166,3 +167,60 @@ def test_shipped_model_is_small_and_saw_no_sealed_row() -> None:
     assert (model["threshold"], model["cv_precision"]) == tuple(
         list(x) if isinstance(x, tuple) else x for x in learn_train.BEST[model["learner"]])
     assert learn.answer_confidence(model, 1.0) <= 0.5
+
+
+def test_index_finds_the_neighbours_a_full_scan_finds() -> None:
+    model = learn_train.train_knn(RECS * 2)
+    for text in [PREEMPT, "all shards written by node alpha", "filler line number 3 about nothing", "zq xv"]:
+        q = learn.tfidf_vector(learn.terms(text), model["idf"])
+        scan = sorted(((sum(q[t] * w for t, w in d["v"].items() if t in q), n) for n, d in enumerate(model["docs"])
+                       if any(t in q for t in d["v"])), key=lambda x: (-x[0], x[1]))[:3]
+        got = learn.neighbours(model, text)
+        assert [(round(s, 9), d["id"]) for s, d, _ in got] == [(round(s, 9), model["docs"][n]["id"]) for s, n in scan]
+
+
+def test_query_terms_are_the_vocabulary_part_of_all_terms() -> None:
+    vocab = {"reclaimed": 1.0, "spot node": 1.0, "node": 1.0, "never seen": 1.0}
+    every = learn.terms(PREEMPT)
+    assert learn.terms(PREEMPT, vocab) == {t: w for t, w in every.items() if t in vocab}
+    assert set(learn.terms(PREEMPT, vocab)) == {"reclaimed", "spot node", "node"}
+
+
+def test_model_file_round_trips_and_is_reproducible(tmp_path: Path) -> None:
+    model = learn_train.train_agree(RECS * 3)
+    a, b = tmp_path / "a.json.gz", tmp_path / "b.json.gz"
+    learn.write(model, str(a))
+    learn.write(learn.read(str(a)), str(b))
+    assert learn.read(str(b)) == learn.read(str(a)) == json.loads(json.dumps(model))
+    assert a.read_bytes() == b.read_bytes()  # no name or time in the gzip header
+
+
+def test_cv_can_score_only_some_batches() -> None:
+    recs = [{**r, "id": ("d-" if i % 2 else "a-") + str(i), "source": f"o/r#{i}"} for i, r in enumerate(RECS * 2)]
+    cv = learn_train.cross_validate(recs, "knn", k=3, thresholds=(0.1,), scopes=(learn.SCOPE_UNCLAIMED,),
+                                    score_prefixes=("d-",))
+    assert (cv["n"], cv["scored"]) == (len(recs), len(recs) // 2)
+    # Every scored row is one the rules left unclaimed (they know none of these words).
+    assert cv["reach"]["unclaimed"] == cv["scored"]
+    assert cv["configs"][0]["answers"] <= cv["scored"]
+
+
+def test_learned_success_never_outweighs_a_failed_exit(monkeypatch) -> None:
+    done = "all shards written, workload summary uploaded, goodbye from node alpha"
+    monkeypatch.setattr(learn, "_MODEL", dict(learn_train.train_knn(RECS), threshold=0.1, cv_precision=0.6))
+    assert classify(ClassifyInput(logs=[LogText("log", done)])).rule == "learned.knn"
+    r = classify(ClassifyInput(logs=[LogText("log", done)], exit_code=3, signal=0))
+    assert r.category == "unknown" and not r.rule.startswith("learned")
+
+
+def test_no_guess_for_a_log_that_stops_mid_progress() -> None:
+    line = " iteration {0:>6}/  8000 | lm loss: {1:.4E} | grad norm: 0.{0} | number of nan iterations:   0 |"
+    routine = "\n".join(line.format(i, 1.0 / i) for i in range(100, 110)) + "\n"
+    assert learn.ends_in_routine(routine)
+    assert not learn.ends_in_routine(routine + "torch.distributed.DistBackendError: NCCL error\n")
+    assert not learn.ends_in_routine(routine.splitlines()[0])  # too short to tell
+    # A model that has learned exactly these lines still gives no answer there.
+    rows = [{"id": f"m{i}", "label": "numeric_divergence", "text": routine} for i in range(3)] + RECS
+    model = dict(learn_train.train_knn(rows), threshold=0.1, scope=learn.SCOPE_UNCLAIMED)
+    assert learn.predict(model, routine)[0] == "numeric_divergence"
+    assert learn.decide(model, routine, "fallback.no_evidence", "unknown", 0.2) is None

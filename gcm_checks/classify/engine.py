@@ -257,7 +257,7 @@ def classify(inp: ClassifyInput) -> Classification:
 # labelled real excerpts may guess (gcm_checks.classify.learn, which also says
 # how it was measured; docs/failure-taxonomy.md). LEARNED_FALLBACK_DEFAULT is
 # what cross-validation on the corpus's tuning rows supports.
-LEARNED_FALLBACK_DEFAULT = False
+LEARNED_FALLBACK_DEFAULT = True
 LEARNED_FALLBACK = LEARNED_FALLBACK_DEFAULT
 
 
@@ -272,6 +272,10 @@ def _learned_guess(inp: ClassifyInput, result: Classification) -> Classification
     if got is None:
         return result
     label, score, why = got
+    if label == "success" and _exit_says_failure(inp):
+        # Issue 14 item 2: a log that merely resembles finished runs does not
+        # outweigh a non-zero exit (the rules said "cannot tell" for this reason).
+        return result
     cat = CATEGORIES[label]
     rule = "learned." + str(model.get("learner") or model.get("kind") or "model")
     return Classification(label, cat.responsibility, learn.answer_confidence(model, score), rule,

@@ -32,9 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--evaluate", metavar="FILE.jsonl", help="score labelled records against their 'label'")
     parser.add_argument("--split", choices=("all", "sealed", "tuning"), default="all",
                         help="with --evaluate: score only one split of the corpus (sealed iff sha256(source thread) mod 3 == 0)")
-    parser.add_argument("--learned", "--neighbours", dest="learned", action="store_true",
+    parser.add_argument("--learned", "--neighbours", dest="learned", action=argparse.BooleanOptionalAction,
+                        default=None,
                         help="when no rule decides, let the model learned from labelled real logs guess "
-                             "(issue 14 item 7; off by default: cross-validation showed no clear gain)")
+                             "(issue 14 item 7; on by default since cross-validation over a..f showed it pays; "
+                             "--no-learned: the rules alone)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     from gcm_checks.commands._conventions import add_config
 
@@ -42,10 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if getattr(args, "learned", None):
+    if getattr(args, "learned", None) is not None:
         from gcm_checks.classify import engine
 
-        engine.LEARNED_FALLBACK = True  # threshold and scope travel with the model (learn.py)
+        engine.LEARNED_FALLBACK = args.learned  # threshold and scope travel with the model (learn.py)
     if args.batch:
         return _batch(args.batch, sys.stdout)
     if args.evaluate:
