@@ -94,9 +94,9 @@ def test_decide_only_where_no_rule_claimed_or_weak_hints() -> None:
     assert learn.decide(weak, PREEMPT, "exit.sigkill", "host_oom", 0.5) is None  # exit data is not a text hint
 
 
-def test_on_by_default_and_only_for_logs_no_rule_claims(monkeypatch) -> None:
+def test_off_by_default_and_only_for_logs_no_rule_claims(monkeypatch) -> None:
     text = "spot node reclaimed by provider, workload moved away"
-    assert engine.LEARNED_FALLBACK is engine.LEARNED_FALLBACK_DEFAULT is True
+    assert engine.LEARNED_FALLBACK is engine.LEARNED_FALLBACK_DEFAULT is False
     monkeypatch.setattr(engine, "LEARNED_FALLBACK", False)
     assert classify(ClassifyInput(logs=[LogText("log", text)])).rule == "fallback.no_evidence"
     monkeypatch.setattr(engine, "LEARNED_FALLBACK", True)
@@ -207,6 +207,7 @@ def test_cv_can_score_only_some_batches() -> None:
 
 def test_learned_success_never_outweighs_a_failed_exit(monkeypatch) -> None:
     done = "all shards written, workload summary uploaded, goodbye from node alpha"
+    monkeypatch.setattr(engine, "LEARNED_FALLBACK", True)
     monkeypatch.setattr(learn, "_MODEL", dict(learn_train.train_knn(RECS), threshold=0.1, cv_precision=0.6))
     assert classify(ClassifyInput(logs=[LogText("log", done)])).rule == "learned.knn"
     r = classify(ClassifyInput(logs=[LogText("log", done)], exit_code=3, signal=0))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from gcm_checks.classify import ClassifyInput, LogText, classify
+from gcm_checks.classify import ClassifyInput, LogText, classify, engine
 from gcm_checks.classify.rules import RULES, RULES_BY_ID
 from gcm_checks.classify.taxonomy import CATEGORIES
 
@@ -257,8 +257,12 @@ HARMLESS = [
 ]
 
 
+@pytest.mark.parametrize("learned", [False, True])
 @pytest.mark.parametrize("line", HARMLESS)
-def test_harmless_line_matches_nothing(line: str) -> None:
+def test_harmless_line_matches_nothing(line: str, learned: bool, monkeypatch) -> None:
+    # With the learned fallback off (the default) and on (`classify --learned`):
+    # plain training chatter must not look like any labelled failure.
+    monkeypatch.setattr(engine, "LEARNED_FALLBACK", learned)
     r = classify(ClassifyInput(logs=[LogText("stdout", PROGRESS + "\n" + line)]))
     assert r.rule == "fallback.no_evidence", (r.rule, r.evidence)
 

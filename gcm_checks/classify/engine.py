@@ -257,7 +257,7 @@ def classify(inp: ClassifyInput) -> Classification:
 # labelled real excerpts may guess (gcm_checks.classify.learn, which also says
 # how it was measured; docs/failure-taxonomy.md). LEARNED_FALLBACK_DEFAULT is
 # what cross-validation on the corpus's tuning rows supports.
-LEARNED_FALLBACK_DEFAULT = True
+LEARNED_FALLBACK_DEFAULT = False
 LEARNED_FALLBACK = LEARNED_FALLBACK_DEFAULT
 
 

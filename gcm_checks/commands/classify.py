@@ -35,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--learned", "--neighbours", dest="learned", action=argparse.BooleanOptionalAction,
                         default=None,
                         help="when no rule decides, let the model learned from labelled real logs guess "
-                             "(issue 14 item 7; on by default since cross-validation over a..f showed it pays; "
-                             "--no-learned: the rules alone)")
+                             "(issue 14 item 7; off by default: after the last rules round cross-validation "
+                             "no longer shows it pays, docs/benchmarks.md)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     from gcm_checks.commands._conventions import add_config
 
