@@ -5,10 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gcm_checks.classify import ClassifyInput, LogText, classify
-
-
-def cls(text: str, **kw: object) -> "object":
-    return classify(ClassifyInput(logs=[LogText("stderr", text)], **kw))  # type: ignore[arg-type]
+from classify_cases import cls  # noqa: E402 - tests/classify_cases.py
 
 
 # ---- item 2: honest defaults -------------------------------------------------------

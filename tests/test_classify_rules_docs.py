@@ -14,10 +14,7 @@ import pytest
 
 from gcm_checks.classify import ClassifyInput, LogText, classify
 from gcm_checks.classify.rules_docs import DOC_RULES
-
-
-def cls(text: str, source: str = "stderr", **kw: object):  # type: ignore[no-untyped-def]
-    return classify(ClassifyInput(logs=[LogText(source, text)], **kw))  # type: ignore[arg-type]
+from classify_cases import cls  # noqa: E402 - tests/classify_cases.py
 
 
 CASES = [

@@ -9,12 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from gcm_checks.classify import ClassifyInput, LogText, classify
 from gcm_checks.classify.rules_src_infra import SRC_INFRA_RULES
-
-
-def cls(text: str, source: str = "stderr", **kw: object):  # type: ignore[no-untyped-def]
-    return classify(ClassifyInput(logs=[LogText(source, text)], **kw))  # type: ignore[arg-type]
+from classify_cases import cls  # noqa: E402 - tests/classify_cases.py
 
 
 GCP_BATCH = ("Task state is updated from RUNNING to FAILED on zones/europe-west4-b/instances/batch-7f3a-group0-0-x1y2"

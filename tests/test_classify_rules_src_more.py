@@ -9,20 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from gcm_checks.classify import ClassifyInput, LogText, classify
 from gcm_checks.classify.rules_src_more import SRC_MORE_RULES
+from classify_cases import cls, tb  # noqa: E402 - tests/classify_cases.py
 
 BY_ID = {r.id: r for r in SRC_MORE_RULES}
-
-
-def cls(text: str, source: str = "stderr", **kw: object):  # type: ignore[no-untyped-def]
-    return classify(ClassifyInput(logs=[LogText(source, text)], **kw))  # type: ignore[arg-type]
-
-
-def tb(last: str) -> str:
-    return ("Traceback (most recent call last):\n"
-            '  File "/home/u/train.py", line 88, in <module>\n'
-            "    main()\n" + last + "\n")
 
 
 CASES = [
