@@ -53,6 +53,14 @@ FILES: Dict[str, Floors] = {
                               "import_env", "data_input", "software_exception", "unknown", "success"), 9),
     "f": Floors(185, 185, 4, ("segfault_signal", "software_exception", "import_env", "cuda_runtime", "gpu_oom",
                               "host_oom", "storage_io", "data_input", "success", "unknown"), 11),
+    # g and h were gathered at the same time, split by class so their threads could not collide:
+    # g the infrastructure and scheduler classes, h the job's own failures and the two ends.
+    # Five rows were dropped at the merge (four texts an earlier file had under another
+    # thread, one h row on a thread g had taken).
+    "g": Floors(130, 130, 0, ("gpu_hardware", "network_fabric", "node_failure", "storage_io", "timeout_walltime",
+                              "preempted", "cancelled_user", "host_oom"), 13),
+    "h": Floors(160, 160, 0, ("gpu_oom", "nccl_comm", "cuda_runtime", "numeric_divergence", "import_env",
+                              "data_input", "segfault_signal", "software_exception", "success", "unknown"), 15),
 }
 
 
