@@ -1,6 +1,6 @@
-"""Real HTTP servers on 127.0.0.1 for tests: a plain one, and an OTLP/HTTP
-collector on it that decodes requests with opentelemetry-proto, as a real
-collector would.
+"""Real HTTP servers on 127.0.0.1 for tests: a plain one, a JSON webhook on
+it (the notification channels post to it), and an OTLP/HTTP collector on it
+that decodes requests with opentelemetry-proto, as a real collector would.
 
 Both run in a daemon thread on a free port and close on ``close()`` or at the
 end of a ``with`` block::
@@ -12,6 +12,12 @@ end of a ``with`` block::
 
     srv = HttpReceiver(lambda path, headers, body: (200, b"ok"))
 
+    with WebhookReceiver() as hook:                # any path
+        hook.status = 500                          # answer errors until set back
+        ...
+    hook.wait_for(1, timeout_s=20)                 # a detached sender posts later
+    hook.requests[0]["path"], hook.bodies[0]       # lower-case headers, JSON body
+
 opentelemetry-proto is imported only when an OTLP request arrives, so a test
 module can ``pytest.importorskip`` it first and skip cleanly without it.
 """
@@ -20,6 +26,8 @@ from __future__ import annotations
 
 import http.server
 import threading
+import json
+import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 # handle(path, lower-case headers, body) -> (status, response body), or None
@@ -69,6 +77,46 @@ class HttpReceiver:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class WebhookReceiver(HttpReceiver):
+    """A webhook endpoint: every POST is kept in ``requests`` as
+    ``{"path", "headers" (lower-case), "body" (decoded JSON, or the raw bytes
+    when it is not JSON)}`` and answered with ``status``, which a test may
+    change between requests to play a failing and then a recovered server.
+    """
+
+    def __init__(self, status: int = 200) -> None:
+        self.requests: List[Dict[str, Any]] = []
+        self.status = status
+        self._arrived = threading.Condition()
+        super().__init__(self._hook, content_type="text/plain")
+
+    def _hook(self, path: str, headers: Dict[str, str], body: bytes) -> Tuple[int, bytes]:
+        try:
+            decoded: Any = json.loads(body)
+        except ValueError:
+            decoded = body
+        with self._arrived:
+            self.requests.append({"path": path, "headers": headers, "body": decoded})
+            self._arrived.notify_all()
+        return self.status, b"ok"
+
+    @property
+    def bodies(self) -> List[Any]:
+        return [r["body"] for r in self.requests]
+
+    def wait_for(self, count: int, timeout_s: float) -> bool:
+        """True once ``count`` requests have arrived, False after ``timeout_s``
+        (for senders in another process that post after the call returns)."""
+        end = time.monotonic() + timeout_s
+        with self._arrived:
+            while len(self.requests) < count:
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                self._arrived.wait(left)
+            return True
 
 
 class OtlpReceiver(HttpReceiver):

@@ -68,15 +68,15 @@ def test_suspect_table(runs, suspects):
 def test_stored_report_wins_over_sacct_fields():
     rec = {r.key: r for r in group_rows(ROWS)}["2"]
     refined = {"classification": {"category": "nccl_comm", "responsibility": "infrastructure"}, "accounting": {"source": "sacct"}}
-    from_report = trends.classify_for_trends(rec, refined, classify_run)
+    from_report = trends.classify_for_trends(rec, refined)
     assert from_report["source"] == "report" and from_report["category"] == "nccl_comm"
     # Not refined yet: judged again with the report's evidence, which still names NCCL.
     line = "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1275, unhandled system error"
     epilog = {"classification": {"category": "nccl_comm", "responsibility": "infrastructure",
                                  "evidence": [{"source": "stderr", "line_no": 4, "text": line}]}}
-    again = trends.classify_for_trends(rec, epilog, classify_run)
+    again = trends.classify_for_trends(rec, epilog)
     assert again["source"] == "report" and again["category"] == "nccl_comm", again
-    alone = trends.classify_for_trends(rec, None, classify_run)
+    alone = trends.classify_for_trends(rec, None)
     assert alone["source"] == "sacct" and alone["category"] == "unknown"
 
 

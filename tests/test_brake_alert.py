@@ -15,7 +15,8 @@ from gcm_checks.slurm.parse import CensusEntry, NodeInfo
 from gcm_checks.slurm.reasons import make_drain_reason
 from gcm_checks.testing import MemoryBackend
 from gcm_checks.testing import settings as make_settings
-from test_notify_delivery import Hook, cert  # noqa: F401 - the real HTTP server, a TLS certificate for the relay
+from http_receiver import WebhookReceiver  # the real HTTP server (tests/http_receiver.py)
+from test_notify_delivery import cert  # noqa: F401 - a TLS certificate for the relay
 
 LOST = make_drain_reason("gpu.responsive", "GPU 3 (00000000:3B:00.0)", "GPU has fallen off the bus")
 NOW = 1_800_000_000.0
@@ -23,9 +24,8 @@ NOW = 1_800_000_000.0
 
 @pytest.fixture
 def hook():
-    h = Hook()
-    yield h
-    h.close()
+    with WebhookReceiver() as h:
+        yield h
 
 
 def _census(me, drained_at):
@@ -91,7 +91,7 @@ def test_nodes_without_a_shared_spool_send_one_alert(tmp_path, hook):
     assert req["path"] == "/ops"  # the admin route only, never the users' channel
     body = req["body"]
     assert body["event"] == "mass_drain_brake" and body["dedup_key"] == ep.key + "/ops"
-    assert req["headers"]["Idempotency-Key"] == ep.key + "/ops"
+    assert req["headers"]["idempotency-key"] == ep.key + "/ops"
     assert body["alert"]["drained"] == ["n1", "n2"] and body["alert"]["observed_by"] == "n3"
     assert "gpu.responsive" in body["summary"] and "resume" in body["text"]
 
@@ -101,7 +101,7 @@ def test_simultaneous_nodes_both_miss_the_marker_but_send_the_same_key(tmp_path,
     for node in ("n3", "n4"):  # each reads a node list without the other's marker
         backend = MemoryBackend({n: NodeInfo(n, "IDLE") for n in ("n1", "n2", "n3", "n4")})
         assert brake.alert(_setup(tmp_path, hook, node), node, ep, mode="prolog", reason=LOST, backend=backend)["sent"]
-    keys = {r["headers"]["Idempotency-Key"] for r in hook.requests}
+    keys = {r["headers"]["idempotency-key"] for r in hook.requests}
     assert len(hook.requests) == 2 and keys == {ep.key + "/ops"}  # one alert at a receiver that dedupes
 
 

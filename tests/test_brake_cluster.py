@@ -125,9 +125,9 @@ def test_braked_prolog_runs_the_job_instead_of_requeueing_it(cluster4):
     # Two nodes already out for the same check, by gcm, a minute ago.
     for n in ("node1", "node2"):
         c.scontrol("update", f"nodename={n}", "state=drain", f"reason={LOST}")
-    from test_notify_delivery import Hook
+    from http_receiver import WebhookReceiver
 
-    hook = Hook()
+    hook = WebhookReceiver()
     # The admin alert from a real prolog under slurmd, default handoff
     # (detach): the flush must outlive the prolog's process group.
     c.write_gcm_config({"simulate": "gpu-lost", "slurm": {"brake_count": 2},
@@ -187,11 +187,11 @@ def _gcm_with(c, mode, node, cfg):
 
 @pytest.mark.slurm
 def test_nodes_failing_together_send_one_admin_alert(cluster4, tmp_path):
-    from test_notify_delivery import Hook
+    from http_receiver import WebhookReceiver
 
     c = cluster4
     c.reset_nodes()
-    hook = Hook()
+    hook = WebhookReceiver()
     try:
         # The production handoff (detach): the alert leaves from a detached process.
         cfgs = _node_configs(c, str(tmp_path), hook.url + "/ops")
@@ -208,7 +208,7 @@ def test_nodes_failing_together_send_one_admin_alert(cluster4, tmp_path):
         body = req["body"]
         assert body["event"] == "mass_drain_brake" and body["alert"]["observed_by"] == "node3"
         assert body["alert"]["drained"] == ["node1", "node2"] and body["alert"]["check"]
-        assert req["headers"]["Idempotency-Key"] == body["dedup_key"]
+        assert req["headers"]["idempotency-key"] == body["dedup_key"]
         # node3 holds the marker in Slurm; node4 read it and stayed quiet.
         assert "gcm brake" in (c.node("node3").get("Extra") or "")
         with open(log_path) as f:
@@ -234,11 +234,11 @@ def test_nodes_failing_together_send_one_admin_alert(cluster4, tmp_path):
 def test_simultaneous_braked_nodes_send_one_episode_key(cluster4, tmp_path):
     import threading
 
-    from test_notify_delivery import Hook
+    from http_receiver import WebhookReceiver
 
     c = cluster4
     c.reset_nodes()
-    hook = Hook()
+    hook = WebhookReceiver()
     try:
         cfgs = _node_configs(c, str(tmp_path), hook.url + "/ops", handoff="inline")
         for n in ("node1", "node2"):
@@ -254,7 +254,7 @@ def test_simultaneous_braked_nodes_send_one_episode_key(cluster4, tmp_path):
         # Both may miss the other's marker (the documented limit): at most two
         # requests, and always one episode key for a receiver to dedupe on.
         assert 1 <= len(hook.requests) <= 2, hook.requests
-        assert len({r["headers"]["Idempotency-Key"] for r in hook.requests}) == 1
+        assert len({r["headers"]["idempotency-key"] for r in hook.requests}) == 1
     finally:
         hook.close()
         c.reset_nodes()

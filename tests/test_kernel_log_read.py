@@ -197,9 +197,10 @@ def _three_marks_body() -> bytes:
     return b"".join(b"[%12.6f] %s\n" % (100 + i / 1000, ln) for i, ln in enumerate(lines))
 
 
-# From 400 bytes: the three-line fallen-off form opens the file and must lie
-# in the first chunk (the look-back does not reach into the previous chunk).
-THREE_MARK_CHUNKS = list(range(400, 1400, 37)) + [1 << 20]
+# Down to reads shorter than one line: the three-line fallen-off form that
+# opens the file is cut by reads everywhere (the look-back reaches into the
+# previous reads, kernel_log_lines._Carry).
+THREE_MARK_CHUNKS = [1, 7] + list(range(23, 1400, 37)) + [1 << 20]
 
 
 @pytest.mark.parametrize("chunk", THREE_MARK_CHUNKS)
@@ -227,6 +228,83 @@ def test_three_mark_chunk_sizes_cut_through_every_mark():
     for mark in (b"NVRM: Xid", b": SXid (", b"fallen off the bus"):
         starts = [i for i in range(len(body)) if body.startswith(mark, i)]
         assert any(s // c != (s + len(mark) - 1) // c for c in THREE_MARK_CHUNKS for s in starts), mark
+
+
+FALLEN_OFF_3 = (b"[Mon Nov 30 02:14:07 2026] NVRM: The NVIDIA GPU 0000:3b:00.0\n"
+                b"[Mon Nov 30 02:14:07 2026] NVRM: (PCI ID: 10de:2330) installed in this system has\n"
+                b"[Mon Nov 30 02:14:07 2026] NVRM: fallen off the bus and is not responding to commands.\n")
+XID_154 = (b"[Mon Nov 30 02:14:06 2026] NVRM: Xid (PCI:0000:5d:00): 154, GPU recovery action changed from 0x0 (None) to\n"
+           b"[Mon Nov 30 02:14:06 2026] NVRM: 0x2 (Node Reboot Required)\n")
+_READ = 1 << 20  # the file reader's read size (kernel_log_lines._CHUNK)
+
+
+def _noise(size: int) -> bytes:
+    """Exactly ``size`` bytes of whole, stamped, non-NVRM lines."""
+    line = b"[Mon Nov 30 02:14:05 2026] eth0: noise %07d padding padding padding padding\n"
+    n = len(line % 0)
+    out = b"".join(line % i for i in range(size // n - 1))
+    tail = size - len(out)
+    return out + b"[Mon Nov 30 02:14:05 2026] eth0: " + b"p" * (tail - 34) + b"\n"
+
+
+def _line_starts(msg: bytes) -> list:
+    return [0] + [i + 1 for i, b in enumerate(msg) if b == 0x0A]
+
+
+# Where the first 1 MiB read ends, relative to the message: at each of its
+# line starts (its first byte, the second and third lines, the byte after it)
+# and a few bytes either side of each.
+FALLEN_CUTS = [(at, d) for at in _line_starts(FALLEN_OFF_3) for d in (-3, -2, -1, 0, 1, 2, 3)]
+
+
+@pytest.mark.parametrize("at,delta", FALLEN_CUTS)
+@pytest.mark.parametrize("before", [b"", XID_154], ids=["alone", "after-an-xid"])
+def test_three_line_fallen_off_the_bus_split_by_a_read_keeps_its_bus_id(tmp_path, before, at, delta):
+    """The 1 MiB read boundary lands inside (or next to) the three-line
+    message: the opening lines are in the previous read. Same lines as one
+    big read, and the event keeps the GPU's bus id."""
+    import io
+
+    from gcm_checks.xid.scan import scan
+
+    msg = before + FALLEN_OFF_3
+    cut = len(before) + at + delta  # the message byte the second read starts at
+    body = _noise(_READ - cut) + msg + _noise(4000)
+    assert body[_READ - cut:_READ - cut + len(msg)] == msg and len(body) > _READ
+    whole = list(kl.iter_lines_file(io.BytesIO(body), chunk_size=len(body) + 1, follow=kl.FOLLOW_LINES))
+    got = list(kl.iter_lines_file(io.BytesIO(body), follow=kl.FOLLOW_LINES))
+    assert got == whole
+    assert whole[-3:] == [ln.decode() for ln in FALLEN_OFF_3.splitlines()]
+    p = tmp_path / "kern.log"
+    p.write_bytes(body)
+    events = list(scan(kl.read_file(str(p), tz=UTC)))
+    assert [e.xid for e in events] == ([154, 79] if before else [79])
+    assert events[-1].pci_bus_id == "00000000:3B:00.0", events[-1]
+    assert "PCI ID: 10de:2330" in events[-1].line
+
+
+_FUZZ_LINES = [b"NVRM: The NVIDIA GPU 0000:3b:00.0", b"NVRM: (PCI ID: 10de:2330) installed in this system has",
+               b"NVRM: fallen off the bus and is not responding to commands.", b"NVRM: Xid (PCI:0000:5d:00): 154, a",
+               b"NVRM: 0x2 (Node Reboot Required)", b"eth0: noise", b"EXT4 X XFS", b"",
+               b"nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 3",
+               b"NVRM: GPU 0000:29:00.0: GPU has fallen off the bus.", b"X" * 300]
+
+
+def test_any_read_size_yields_the_lines_of_one_read():
+    """Seeded fuzz: random mixes of every mark, both fallen-off forms, XID
+    continuations and anchor-byte noise; reads of 1, 2, 3 and a random few
+    bytes give the same lines as one read of the whole body."""
+    import io
+    import random
+
+    rng = random.Random(18)
+    for _ in range(400):
+        body = b"\n".join(rng.choice(_FUZZ_LINES) for _ in range(rng.randint(0, 30)))
+        body += b"\n" if rng.random() < 0.7 else b""
+        follow = rng.choice([0, 1, kl.FOLLOW_LINES])
+        whole = list(kl.iter_lines_file(io.BytesIO(body), follow=follow, chunk_size=len(body) + 1))
+        for chunk in (1, 2, 3, rng.randint(4, 200)):
+            assert list(kl.iter_lines_file(io.BytesIO(body), follow=follow, chunk_size=chunk)) == whole, (chunk, body)
 
 
 def test_follow_stops_at_the_next_xid():

@@ -1,4 +1,5 @@
-"""Delivery against real servers: aiosmtpd (STARTTLS + AUTH) and http.server.
+"""Delivery against real servers: aiosmtpd (STARTTLS + AUTH) and the shared
+webhook receiver (tests/http_receiver.py, on http.server).
 
 Relay down: the epilog's exit status is unchanged and the outbox holds the
 mail. Relay back: ``gcm-checks notify flush`` delivers it exactly once, with
@@ -17,13 +18,13 @@ import tempfile
 import threading
 import time
 from email import policy as email_policy
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import yaml
 
 from gcm_checks import notify, proc, report, testing
 from gcm_checks.report.model import JobInfo
+from http_receiver import WebhookReceiver  # tests/http_receiver.py
 
 aiosmtpd = pytest.importorskip("aiosmtpd")
 from aiosmtpd.controller import Controller  # noqa: E402
@@ -106,37 +107,10 @@ def relay(cert):
     r.stop()
 
 
-class Hook:
-    def __init__(self):
-        self.requests = []
-        self.status = 200
-        hook = self
-
-        class H(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                hook.requests.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(body)})
-                self.send_response(hook.status)
-                self.end_headers()
-                self.wfile.write(b"ok")
-
-            def log_message(self, *a):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def hook():
-    h = Hook()
-    yield h
-    h.close()
+    with WebhookReceiver() as h:
+        yield h
 
 
 @pytest.fixture
@@ -280,8 +254,8 @@ def test_webhooks_generic_and_slack(base, hook):
     assert sorted(out["delivery"]["sent"]) == ["c1/501/chat", "c1/501/siem"]
     by_path = {r["path"]: r for r in hook.requests}
     generic = by_path["/gcm"]
-    assert generic["headers"]["Authorization"] == "Bearer t"
-    assert generic["headers"]["Idempotency-Key"] == "c1/501/siem"
+    assert generic["headers"]["authorization"] == "Bearer t"
+    assert generic["headers"]["idempotency-key"] == "c1/501/siem"
     body = generic["body"]
     assert (body["schema"], body["version"]) == ("gcm-checks/notification", 1)
     assert body["report"]["classification"]["category"] == "gpu_hardware"

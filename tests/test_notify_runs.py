@@ -11,14 +11,13 @@ import pytest
 from gcm_checks import testing
 from gcm_checks.notify import Outbox
 from gcm_checks.wrapper import finish, notice
-from test_notify_delivery import Hook  # noqa: F401 - the real HTTP server
+from http_receiver import WebhookReceiver  # the real HTTP server (tests/http_receiver.py)
 
 
 @pytest.fixture
 def hook():
-    h = Hook()
-    yield h
-    h.close()
+    with WebhookReceiver() as h:
+        yield h
 
 
 STATUS = {
@@ -49,7 +48,7 @@ def test_run_report_delivered_once_and_not_to_admin_channels(tmp_path, hook):
     assert req["path"] == "/u"
     assert req["body"]["event"] == "job_report"  # the job report's own form, not a status dump
     assert req["body"]["report"]["progress"]["step"] == 40
-    assert req["headers"]["Idempotency-Key"] == "cluster/r-1/user-hook"
+    assert req["headers"]["idempotency-key"] == "cluster/r-1/user-hook"
     again = notice.deliver("exit", "", job, report=report, settings=s, env=env)
     assert again["delivered"] == [] and len(hook.requests) == 1  # exactly once
 
@@ -64,7 +63,7 @@ def test_one_alert_per_stall_episode(tmp_path, hook):
     # episode after the run resumed is another.
     for event in ("stall-1", "stall-1", "stall-2"):
         notice.deliver("stalled", event, job, words=notice.alert_text(STATUS, alert), settings=s, env=env)
-    assert [r["headers"]["Idempotency-Key"] for r in hook.requests] == ["c1/900.1/user-hook/stall-1",
+    assert [r["headers"]["idempotency-key"] for r in hook.requests] == ["c1/900.1/user-hook/stall-1",
                                                                         "c1/900.1/user-hook/stall-2"]
     assert hook.requests[0]["body"]["event"] == "gcm_run_stalled"
 

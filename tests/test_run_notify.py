@@ -1,5 +1,5 @@
 """gcm-run notifications through the real ``gcm_checks.notify`` pipeline:
-a real HTTP server as the webhook, the real outbox, a real wrapper process."""
+a real HTTP server as the webhook (tests/http_receiver.py), the real outbox, a real wrapper process."""
 
 from __future__ import annotations
 
@@ -8,49 +8,24 @@ import os
 import socket
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("gcm_checks.notify")
 from gcm_checks import notify  # noqa: E402
+from http_receiver import WebhookReceiver  # noqa: E402 - tests/http_receiver.py
 
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
 
 
-class Hook:
-    def __init__(self):
-        self.bodies = []
-        hook = self
-
-        class H(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                n = int(self.headers.get("Content-Length") or 0)
-                hook.bodies.append(json.loads(self.rfile.read(n)))
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *a):
-                pass
-
-        self.server = HTTPServer(("127.0.0.1", 0), H)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def hook():
-    h = Hook()
-    yield h
-    h.close()
+    with WebhookReceiver() as h:
+        h.url += "/hook"
+        yield h
 
 
 def closed_port_url() -> str:

@@ -137,6 +137,28 @@ def test_multiline_message_is_grouped_with_its_xid():
     assert "much later" not in got[1].full_text
 
 
+THREE_LINE = ["NVRM: The NVIDIA GPU 0000:3b:00.0", "NVRM: (PCI ID: 10de:2330) installed in this system has",
+              "NVRM: fallen off the bus and is not responding to commands."]
+
+
+@pytest.mark.parametrize("first, expected", [
+    # Another GPU's XID (and its own continuation) in the same second: the
+    # opening line starts a message of its own, with its own bus id.
+    (["NVRM: Xid (PCI:0000:5d:00): 154, GPU recovery action changed from 0x0 (None) to",
+      "NVRM: 0x2 (Node Reboot Required)"], [(154, "00000000:5D:00.0"), (79, "00000000:3B:00.0")]),
+    (["NVRM: Xid (PCI:0000:3b:00): 48, pid=7, DBE"], [(48, "00000000:3B:00.0"), (79, "00000000:3B:00.0")]),
+    # XID 79 of the same GPU told again in the three-line form: one event.
+    (["NVRM: Xid (PCI:0000:3b:00): 79, pid=7, GPU has fallen off the bus."], [(79, "00000000:3B:00.0")]),
+    # ...of another GPU: two.
+    (["NVRM: Xid (PCI:0000:5d:00): 79, pid=7, GPU has fallen off the bus."],
+     [(79, "00000000:5D:00.0"), (79, "00000000:3B:00.0")]),
+])
+def test_three_line_opening_after_an_xid_in_the_same_second(first, expected):
+    got = list(group([_kl(t) for t in first + THREE_LINE]))
+    assert [(g.parsed.xid, g.parsed.pci_bus_id) for g in got] == expected
+    assert "PCI ID: 10de:2330" in got[-1].full_text
+
+
 def test_grouping_is_bounded():
     lines = [_kl("NVRM: Xid (PCI:0000:5d:00): 79, x")] + [_kl(f"NVRM: more {i}") for i in range(50)]
     got = list(group(lines))

@@ -382,7 +382,6 @@ def failure_trends(
     """
     from gcm_checks import slurm
     from gcm_checks.accounting import trends
-    from gcm_checks.accounting.judge import classify_run
     from gcm_checks.accounting.records import SacctNotes, iter_records
     from gcm_checks.accounting.refine import find_report, may_have_report, stored_report_keys
 
@@ -399,15 +398,15 @@ def failure_trends(
     def judged(rec: Any, report: Optional[Mapping[str, Any]]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         """(classification, outcome): the same outcome the report and `why` give."""
         if report is not None:
-            c = trends.classify_for_trends(rec, report, classify_run)
+            c = trends.classify_for_trends(rec, report)
             return c, run_outcome(rec, report, c)
-        # Without a report the verdict depends on these fields alone (judge.classify_run):
+        # Without a report the verdict depends on these fields alone (judge.judge_report):
         # a week has a few hundred distinct combinations, not a million.
         k = (rec.state_raw or rec.state, rec.exit_code, rec.signal, rec.derived_exit_code, rec.reason,
              rec.requeued, bool(rec.failed_steps))
         hit = by_fields.get(k)
         if hit is None:
-            c = trends.classify_for_trends(rec, None, classify_run)
+            c = trends.classify_for_trends(rec, None)
             hit = (c, run_outcome(rec, None, c))
             if len(by_fields) < 10_000:
                 by_fields[k] = hit

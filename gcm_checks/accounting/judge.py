@@ -122,4 +122,18 @@ def classify_run(
     return replace(cls, evidence=evidence[:MAX_EVIDENCE])
 
 
-__all__ = ["classify_run", "node_inputs", "report_logs"]
+def judge_report(record: JobRecord, report: Optional[Mapping[str, Any]]) -> Any:
+    """A run judged again from its stored report: the report's log tails and
+    earlier text evidence, its nodes' evidence, and accounting's record.
+
+    The one place a stored report is re-judged: ``refine`` writes this verdict
+    into the report, and ``failures`` (``trends.classify_for_trends``) counts a
+    report not refined yet by it, so a trend never counts a run differently
+    from what its refined report will say. Without a report, from the record
+    alone."""
+    if report is None:
+        return classify_run(record)
+    return classify_run(record, report_logs(report), node_inputs(report.get("nodes") or ()))
+
+
+__all__ = ["classify_run", "judge_report", "node_inputs", "report_logs"]

@@ -428,7 +428,7 @@ def _no_report(summary: PassSummary, key: str) -> None:
 def _refine_one(settings: "Settings", rec: Any, now: float, summary: PassSummary, retry: bool = False,
                 siblings: Sequence[float] = ()) -> bool:
     """Refine one run's stored report. False when there is no report (yet)."""
-    from gcm_checks.accounting.judge import classify_run, node_inputs, report_logs
+    from gcm_checks.accounting.judge import judge_report
     from gcm_checks.report.assembly import write_report
 
     key = rec.key
@@ -436,7 +436,7 @@ def _refine_one(settings: "Settings", rec: Any, now: float, summary: PassSummary
     if report is None:
         return False
     try:
-        cls = classify_run(rec, report_logs(report), node_inputs(report.get("nodes") or ()))
+        cls = judge_report(rec, report)
         notified = bool(job_items(settings, (report.get("job") or {}).get("key", key), "sent"))
         new, change = refine_report(report, rec, cls.to_dict(), now=now, notified=notified)
         write_report(new, settings)

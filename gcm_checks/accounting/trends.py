@@ -8,7 +8,7 @@ those failures it took part in.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from gcm_checks.accounting.records import JobRecord
 
@@ -16,31 +16,25 @@ from gcm_checks.accounting.records import JobRecord
 INFRA = "infrastructure"
 
 
-def classify_for_trends(
-    record: JobRecord,
-    report: Optional[Mapping[str, Any]],
-    classify_run: Callable[..., Any],
-) -> Dict[str, Any]:
+def classify_for_trends(record: JobRecord, report: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     """category/responsibility/source for one run, judged as ``why`` judges it.
 
     A report the refinement pass rewrote (``accounting`` in it) already
     weighed accounting's final facts with the logs and node evidence: its
     answer stands. A report not refined yet holds only what the epilog could
     see - the batch script's exit, not a step that failed after it - so the
-    run is judged again from the record with the report's logs and evidence
+    run is judged again as refinement will judge it (``judge.judge_report``)
     (else a failed run was counted as a "success" failure). Without a report,
     from sacct fields alone, marked ``source: sacct``."""
+    from gcm_checks.accounting.judge import judge_report
+
     cls = (report or {}).get("classification") or None
     if report is not None and report.get("accounting") and cls and cls.get("category"):
         return {"category": cls["category"], "responsibility": cls.get("responsibility", "unknown"),
                 "rule": cls.get("rule", ""), "source": "report"}
-    if report is not None:
-        from gcm_checks.accounting.judge import node_inputs, report_logs
-
-        c = classify_run(record, report_logs(report), node_inputs(report.get("nodes") or ()))
-        return {"category": c.category, "responsibility": c.responsibility, "rule": c.rule, "source": "report"}
-    c = classify_run(record)
-    return {"category": c.category, "responsibility": c.responsibility, "rule": c.rule, "source": "sacct"}
+    c = judge_report(record, report)
+    return {"category": c.category, "responsibility": c.responsibility, "rule": c.rule,
+            "source": "sacct" if report is None else "report"}
 
 
 def aggregate(

@@ -9,7 +9,7 @@ prefilter keeps a 1 GiB scan near ``grep`` speed and memory constant
 
 from __future__ import annotations
 
-from typing import IO, Any, Iterator, List, Tuple
+from typing import IO, Any, Iterator, List, Sequence, Tuple
 
 DEFAULT_CONTAINS = b"NVRM"
 XID_MARK = b"NVRM: Xid"
@@ -18,7 +18,8 @@ XID_MARK = b"NVRM: Xid"
 # opening of the three-line form), and NVSwitch SXids (no "NVRM" in them).
 # "NVRM: The NVIDIA GPU <bus>", the opening of the three-line form, is not a
 # mark of its own (one more pass over every chunk): a "fallen off the bus"
-# hit looks back for it (LOOKBACK).
+# hit looks back for it (LOOKBACK), into the previous read's last lines too
+# (_Carry.opening): else a read boundary inside the message loses its bus id.
 FILE_MARKS = (XID_MARK, b"fallen off the bus", b": SXid (")
 LOOKBACK_MARK = b"fallen off the bus"
 LOOKBACK = (b"NVRM: The NVIDIA GPU", b"NVRM: (PCI ID")
@@ -59,7 +60,7 @@ def iter_lines_file(
     plan = _Plan((contains,) if isinstance(contains, bytes) else tuple(contains or ()))
     tl = 0  # bytes of an incomplete line carried at the front of buf
     skipping = False  # inside a line too long to be a kernel message
-    left = [0]  # follow lines still to examine, carried across chunks
+    carry = _Carry()
     while True:
         k = f.readinto(mv[tl:tl + chunk_size])
         if not k:
@@ -74,24 +75,45 @@ def iter_lines_file(
             begin, skipping = nl + 1, False
         last = buf.rfind(b"\n", begin, end)
         if last >= 0:
-            yield from _candidates(buf, begin, last + 1, plan, follow, follow_contains, left)
+            yield from _candidates(buf, begin, last + 1, plan, follow, follow_contains, carry)
+            if plan.look_back:
+                # Once per read: the lines that may open a three-line message
+                # whose last line the next read holds.
+                carry.opening = _look_back(buf, carry.pos, last + 1, carry.opening if carry.pos == begin else ())
             begin = last + 1
         rest = end - begin
         if rest > _MAX_LINE:
             skipping, tl = True, 0
+            carry.opening = []  # the junk line comes between: nothing opens across it
         else:
             buf[0:rest] = buf[begin:end]
             tl = rest
     if tl and not skipping:
         last_line = bytes(buf[:tl]) + b"\n"
-        yield from _candidates(last_line, 0, len(last_line), plan, follow, follow_contains, left)
+        yield from _candidates(last_line, 0, len(last_line), plan, follow, follow_contains, carry)
+
+
+class _Carry:
+    """What one read's lines hand the next: ``left``, follow lines still to
+    examine; ``opening``, the trailing lines of the last read that may open a
+    three-line fallen-off-the-bus message (decoded, oldest first, none yielded
+    yet); ``pos``, where the last ``_candidates`` call stopped (every line
+    before it was yielded or examined)."""
+
+    __slots__ = ("left", "opening", "pos")
+
+    def __init__(self) -> None:
+        self.left = 0
+        self.opening: List[str] = []
+        self.pos = 0
 
 
 def _candidates(buf: Any, begin: int, end: int, plan: "_Plan", follow: int, follow_contains: bytes,
-                left: List[int]) -> Iterator[str]:
+                carry: _Carry) -> Iterator[str]:
     """Candidate lines in ``buf[begin:end]``, which holds whole lines only:
     the one scanning loop for one mark or several."""
     marks = plan.marks
+    carry.pos = end
     if not marks:  # no filter: every line
         start = begin
         while start < end:
@@ -103,19 +125,20 @@ def _candidates(buf: Any, begin: int, end: int, plan: "_Plan", follow: int, foll
     search = _Search(buf, begin, end, plan)
     pos = begin  # always the start of a line
     while pos < end:
-        while left[0] > 0 and pos < end:
+        while carry.left > 0 and pos < end:
             nl = buf.find(b"\n", pos, end)
             nl = end - 1 if nl < 0 else nl
             line = buf[pos:nl]
             if any(m in line for m in marks):
-                left[0] = 0  # a new hit: the search below takes it
+                carry.left = 0  # a new hit: the search below takes it
                 break
             if follow_contains in line:
                 yield line.decode("utf-8", "replace").rstrip("\r")
-            left[0] -= 1
+            carry.left -= 1
             pos = nl + 1
         hit = search.next_hit(pos)
         if hit < 0:
+            carry.pos = pos
             return
         r = buf.rfind(b"\n", pos, hit)
         start = r + 1 if r >= 0 else pos
@@ -123,9 +146,10 @@ def _candidates(buf: Any, begin: int, end: int, plan: "_Plan", follow: int, foll
         nl = end - 1 if nl < 0 else nl
         line = buf[start:nl]
         if plan.look_back and _first_mark(line, marks) == LOOKBACK_MARK:
-            yield from _look_back(buf, pos, start)
+            # At the read's first unhandled line the message may have begun in the previous read.
+            yield from _look_back(buf, pos, start, carry.opening if pos == begin else ())
         yield line.decode("utf-8", "replace").rstrip("\r")
-        left[0] = follow
+        carry.left = follow
         pos = nl + 1
 
 
@@ -232,15 +256,17 @@ def _first_mark(line: Any, marks: Tuple[bytes, ...]) -> bytes:
     return first
 
 
-def _look_back(buf: Any, pos: int, start: int) -> Iterator[str]:
+def _look_back(buf: Any, pos: int, start: int, before: Sequence[str] = ()) -> List[str]:
     """The opening lines of the three-line fallen-off-the-bus message before
-    ``start`` (not yet yielded: at or after ``pos``), oldest first. Lines in
-    the previous 1 MiB chunk are out of reach: the event is then read from
-    its last line alone (XID 79 without a bus id)."""
+    ``start`` (not yet yielded: at or after ``pos``), oldest first. Where the
+    walk reaches ``pos`` still inside the message it goes on into ``before``,
+    the previous read's trailing opening lines (empty unless ``pos`` is this
+    read's first line)."""
     found: List[str] = []
     end = start
-    for _ in range(LOOKBACK_LINES):
+    while len(found) < LOOKBACK_LINES:
         if end <= pos:
+            found += reversed(before[max(0, len(before) - (LOOKBACK_LINES - len(found))):])
             break
         r = buf.rfind(b"\n", pos, end - 1)
         b = r + 1 if r >= 0 else pos
@@ -249,5 +275,6 @@ def _look_back(buf: Any, pos: int, start: int) -> Iterator[str]:
             break
         found.append(line.decode("utf-8", "replace").rstrip("\r"))
         end = b
-    yield from reversed(found)
+    found.reverse()
+    return found
 

@@ -202,6 +202,13 @@ def _is_continuation(first: "XidLine", nxt: KernelLine) -> bool:
         same_time = abs(nxt.ts - fl.ts) <= 1.0
     if not same_time:
         return False
+    opening = gpu_header(nxt.text)
+    if opening is not None:
+        # "The NVIDIA GPU <bus>" opens the three-line fallen-off-the-bus
+        # message: it continues only an XID 79 of that same GPU (one fault
+        # told twice); after any other XID it starts its own event, or its bus
+        # id would end up in the other XID's text and the 79 would have none.
+        return first.parsed.xid == FALLEN_OFF_BUS and normalise_bus_id(opening) == first.parsed.pci_bus_id
     own = _parse_fallen(nxt.text)
     if own is None:
         return True
