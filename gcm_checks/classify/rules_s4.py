@@ -25,18 +25,17 @@ from __future__ import annotations
 from typing import Tuple
 
 from gcm_checks.classify.rules import (
-    R_CANCEL, R_HOST_OOM_SLURM, R_INTERRUPT, R_NCCL, R_SCHED, R_SIGNAL, R_SUCCESS, Rule,
+    R_CANCEL, R_EXCEPTION, R_HOST_OOM_SLURM, R_INTERRUPT, R_NCCL, R_SCHED, R_SIGNAL, R_SUCCESS, Rule,
 )
 
 S4_RULES: Tuple[Rule, ...] = (
     # ---- time limits that CI systems and Lightning announce ---------------------------
     # Jenkins' build-timeout plugin (BuildTimeoutWrapper): "Build timed out (after 30
-    # minutes). Marking the build as aborted." (or "... as failed."); GitLab Runner:
-    # "ERROR: Job failed: execution took longer than 1h0m0s seconds".
+    # minutes). Marking the build as aborted." (or "... as failed."). GitLab Runner's
+    # "Job failed: execution took longer than 1h0m0s seconds" is rules_fam's fam.ci_timeout.
     Rule("ci.build_timeout", "timeout_walltime", R_SCHED - 2, 0.9,
-         ("build timed out (after", "job failed: execution took longer than"),
-         r"\bBuild timed out \(after \d+ \w+\)\. Marking the build as (?:aborted|failed)"
-         r"|\bJob failed: execution took longer than \d[\dhms.]*",
+         ("build timed out (after",),
+         r"\bBuild timed out \(after \d+ \w+\)\. Marking the build as (?:aborted|failed)",
          "the CI system stopped the job at its time limit", terminal=True, warnings_ok=True),
     # PyTorch Lightning's SLURM auto-requeue (_SignalConnector._slurm_sigusr_handler_fn):
     # "Handling auto-requeue signal: 10". Lightning documents it for `#SBATCH
@@ -47,16 +46,14 @@ S4_RULES: Tuple[Rule, ...] = (
          "Slurm signalled the job that its time limit was near and Lightning requeued it",
          terminal=True, warnings_ok=True),
     # ---- preemption notices from the clouds --------------------------------------------
-    # EC2: the EventBridge event "EC2 Spot Instance Interruption Warning" and the Spot
-    # request status codes of an interruption ("marked-for-termination", "marked-for-stop",
-    # "instance-stopped-by-price", "instance-stopped-no-capacity",
-    # "instance-stopped-capacity-oversubscribed"; rules_fam reads the terminated-* ones).
+    # EC2 Spot request status codes of an interruption: "marked-for-termination",
+    # "marked-for-stop", "instance-stopped-by-price", "instance-stopped-no-capacity",
+    # "instance-stopped-capacity-oversubscribed" (rules_fam reads the terminated-* ones;
+    # the EventBridge "EC2 Spot Instance Interruption Warning" is slurm.preemption's).
     # "instance-terminated-by-user" is the owner's own action and is not read here.
     Rule("cloud.spot_notice", "preempted", R_SCHED - 3, 0.85,
-         ("spot instance interruption warning", "marked-for-termination", "marked-for-stop",
-          "instance-stopped-"),
-         r"\bEC2 Spot Instance Interruption Warning\b|\bmarked-for-(?:termination|stop)\b"
-         r"|\binstance-stopped-(?:by-price|no-capacity|capacity-oversubscribed)\b",
+         ("marked-for-termination", "marked-for-stop", "instance-stopped-"),
+         r"\bmarked-for-(?:termination|stop)\b|\binstance-stopped-(?:by-price|no-capacity|capacity-oversubscribed)\b",
          "the cloud reclaimed the Spot instance the job ran on", terminal=True, warnings_ok=True),
     # ---- cancels ------------------------------------------------------------------------
     # Jenkins core (CauseOfInterruption.UserInterruption): "Aborted by alice", then the
@@ -71,9 +68,10 @@ S4_RULES: Tuple[Rule, ...] = (
     # Ctrl-C as the MPI launchers report it: Open MPI / PRRTE (orterun's signal handler)
     # "mpirun: abort is already in progress...hit ctrl-c again to forcibly terminate";
     # MPICH Hydra (ui/mpich/utils): "[mpiexec@host] Sending Ctrl-C to processes as
-    # requested" / "Press Ctrl-C again to force abort". Like a bare KeyboardInterrupt it
-    # ranks below the job's own exceptions (a hung run is what people press Ctrl-C on).
-    Rule("mpi.ctrl_c", "cancelled_user", R_INTERRUPT, 0.6,
+    # requested" / "Press Ctrl-C again to force abort". Like the terminal's "^C" echo
+    # (tty.ctrl_c, one rank lower) it ranks below the job's own exceptions: a run that
+    # failed and hung is what people press Ctrl-C on.
+    Rule("mpi.ctrl_c", "cancelled_user", R_EXCEPTION - 1, 0.6,
          ("abort is already in progress", "sending ctrl-c to processes", "press ctrl-c again to force"),
          r"\babort is already in progress\.\.\.hit ctrl-c again to forcibly terminate"
          r"|\bSending Ctrl-C to processes as requested|\bPress Ctrl-C again to force abort",
@@ -81,7 +79,7 @@ S4_RULES: Tuple[Rule, ...] = (
     # PyTorch Lightning (trainer/call.py _call_and_handle_interrupt): rank_zero_warn(
     # "Detected KeyboardInterrupt, attempting graceful shutdown..."): printed as a
     # UserWarning, so py.keyboard_interrupt never sees it.
-    Rule("lightning.keyboard_interrupt", "cancelled_user", R_INTERRUPT, 0.65,
+    Rule("lightning.keyboard_interrupt", "cancelled_user", R_INTERRUPT + 1, 0.65,
          ("detected keyboardinterrupt",), r"\bDetected KeyboardInterrupt, attempting graceful shutdown\b",
          "the training was interrupted with Ctrl-C", warnings_ok=True),
     # PyTorch Lightning's SIGTERM handling: "[rank: 0] Received SIGTERM: 15" (1.x-2.x
@@ -92,7 +90,7 @@ S4_RULES: Tuple[Rule, ...] = (
     # Not the job's own bug, which is what py.exception would make of the class name.
     Rule("lightning.sigterm", "cancelled_user", R_SIGNAL + 3, 0.45,
          ("received sigterm", "sigtermexception"),
-         r"\bReceived SIGTERM(?:: 15\b|\. Stopping\.)|(?:^|[\s.])SIGTERMException\b",
+         r"\bReceived SIGTERM(?:: 15\b|\. Stopping\.)|(?:^|\.)SIGTERMException(?=:|\s*$)",
          "the training was sent SIGTERM from outside (a cancel, unless a limit or preemption says why)",
          warnings_ok=True),
     # ---- host memory limits of other batch systems ----------------------------------
