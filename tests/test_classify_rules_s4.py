@@ -38,6 +38,8 @@ CASES = [
      "step 120 residual 1.2e-3\n^Cmpirun: abort is already in progress...hit ctrl-c again to forcibly terminate"),
     ("mpi.ctrl_c", "cancelled_user",
      "[mpiexec@node17] Sending Ctrl-C to processes as requested\n[mpiexec@node17] Press Ctrl-C again to force abort"),
+    ("compose.ctrl_c", "cancelled_user",
+     "trainer-1  | step 900 loss 1.93\n^CGracefully stopping... (press Ctrl+C again to force)\n[+] Stopping 2/2"),
     ("lightning.keyboard_interrupt", "cancelled_user",
      "/opt/venv/lib/python3.11/site-packages/lightning/pytorch/trainer/call.py:54: UserWarning: Detected"
      " KeyboardInterrupt, attempting graceful shutdown..."),
@@ -74,6 +76,10 @@ CASES = [
     ("wf.pipeline_completed", "success",
      "Jan-02 03:04:05.678 [main] DEBUG nextflow.trace.StatsObserver - Workflow completed > WorkflowStats["
      "succeedCount=42; failedCount=0; ignoredCount=0; cachedCount=3; succeedDuration=1h]"),
+    ("timm.best_metric", "success",
+     "Test: [  48/48]  Time: 0.112 (0.301)  Loss:  0.8011 (0.9120)  Acc@1: 81.2500 (78.4120)\n"
+     "Current checkpoints:\n ('./output/train/ckpt/checkpoint-297.pth.tar', 78.412)\n"
+     "*** Best metric: 78.412 (epoch 297)"),
     ("llama.timings", "success",
      "llama_print_timings:        load time =    512.31 ms\n"
      "llama_print_timings:      sample time =     20.02 ms /   128 runs   (    0.16 ms per token)\n"
@@ -125,6 +131,7 @@ LOOKALIKES = [
     ("ci.jenkins_aborted_by", "Aborted by the watchdog after 3 retries, restarting stage"),
     ("ci.jenkins_aborted", "Stage 'Deploy' skipped; Finished: ABORTED stages are not retried"),
     ("mpi.ctrl_c", "Use Ctrl-C to stop the server"),
+    ("compose.ctrl_c", "Gracefully stopping the server, draining 3 connections"),
     ("lightning.keyboard_interrupt", "except KeyboardInterrupt: handled by the trainer"),
     ("lightning.sigterm", "Registered SIGTERM handler for graceful shutdown"),
     ("lightning.sigterm", "from lightning.pytorch.utilities.exceptions import SIGTERMException"),
@@ -138,6 +145,7 @@ LOOKALIKES = [
     ("wf.pipeline_completed", "-[nf-core/rnaseq] Pipeline completed with errors-"),
     ("wf.pipeline_completed",
      "Workflow completed > WorkflowStats[succeedCount=10; failedCount=1; ignoredCount=0; cachedCount=0]"),
+    ("timm.best_metric", "Best metric so far: 77.9 at epoch 120 (current 76.2)"),
     ("llama.timings", '{"print_timings": false, "n_ctx": 4096}'),
     ("llama.timings", "llama_print_timings is disabled with --no-perf"),
 ]

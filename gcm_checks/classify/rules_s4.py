@@ -6,9 +6,10 @@ The weakest classes on the sealed split are the ones whose logs rarely say why:
 launchers and frameworks print when they end a job for one of those reasons, each
 written from the tool's own format string (named above it) rather than from an
 excerpt: Jenkins and GitLab CI results and time limits, PyTorch Lightning's
-requeue/SIGTERM/Ctrl-C handlers, Open MPI's and MPICH Hydra's Ctrl-C lines, EC2 Spot
-interruption notices, HTCondor's out-of-memory holds, nccl-tests' end-of-run check,
-llama.cpp's timings block, nf-core's completion line; and a few exceptions that
+requeue/SIGTERM/Ctrl-C handlers, Open MPI's, MPICH Hydra's and Docker Compose's Ctrl-C
+lines, EC2 Spot interruption codes, HTCondor's out-of-memory holds, nccl-tests'
+end-of-run check, timm's and nf-core's completion lines, llama.cpp's timings block; and
+a few exceptions that
 py.exception would read as the job's own bug although they say the process was
 killed from outside (Lightning's SIGTERMException, Python's BrokenProcessPool, Ray's
 WorkerCrashedError).
@@ -76,6 +77,12 @@ S4_RULES: Tuple[Rule, ...] = (
          r"\babort is already in progress\.\.\.hit ctrl-c again to forcibly terminate"
          r"|\bSending Ctrl-C to processes as requested|\bPress Ctrl-C again to force abort",
          "the MPI job was interrupted with Ctrl-C"),
+    # Docker Compose on the first Ctrl-C of `docker compose up`: "Gracefully stopping...
+    # (press Ctrl+C again to force)". Same rank as the MPI launchers' lines, same reason.
+    Rule("compose.ctrl_c", "cancelled_user", R_EXCEPTION - 1, 0.6,
+         ("gracefully stopping... (press ctrl+c again",),
+         r"Gracefully stopping\.\.\. \(press Ctrl\+C again to force\)",
+         "the containers were stopped with Ctrl-C"),
     # PyTorch Lightning (trainer/call.py _call_and_handle_interrupt): rank_zero_warn(
     # "Detected KeyboardInterrupt, attempting graceful shutdown..."): printed as a
     # UserWarning, so py.keyboard_interrupt never sees it.
@@ -145,6 +152,10 @@ S4_RULES: Tuple[Rule, ...] = (
          ("pipeline completed successfully", "workflow completed > workflowstats"),
          r"\bPipeline completed successfully\b|Workflow completed > WorkflowStats\[succeedCount=\d+; failedCount=0;",
          "the workflow finished with every task succeeded", warnings_ok=True),
+    # timm's train.py after its last epoch: _logger.info("*** Best metric: {0} (epoch {1})").
+    Rule("timm.best_metric", "success", R_SUCCESS, 0.7,
+         ("*** best metric:",), r"\*\*\* Best metric: -?[\d.]+(?:e-?\d+)? \(epoch \d+\)",
+         "the training ran all its epochs and reported its best metric", warnings_ok=True),
     # llama.cpp prints its timings block when a generation run ends (llama_print_timings,
     # newer llama_perf_context_print / llama_perf_sampler_print); ollama logs the same as
     # JSON with "function":"print_timings". A server prints one per request, so weaker
