@@ -28,6 +28,9 @@ CASES = [
      "Handling auto-requeue signal: 10\nrequeing job 4242...\n"
      "slurmstepd: error: *** STEP 4242.0 ON gpu-7 CANCELLED AT 2026-01-02T03:04:05 ***"),
     ("lightning.requeue_signal", "timeout_walltime", "INFO: [rank: 0] Handling auto-requeue signal: 10"),
+    ("airflow.task_timeout", "timeout_walltime",
+     "[2026-01-02, 03:04:05 UTC] {timeout.py:68} ERROR - Process timed out, PID: 4242\n"
+     + tb("airflow.exceptions.AirflowTaskTimeout: Timeout, PID: 4242")),
     # ---- preemption
     ("cloud.spot_notice", "preempted", "SpotInstanceRequest sir-1234 status: marked-for-termination"),
     ("cloud.spot_notice", "preempted", "Status code: instance-stopped-no-capacity"),
@@ -48,7 +51,12 @@ CASES = [
     ("lightning.sigterm", "cancelled_user", "[rank: 1] Received SIGTERM: 15\nBypassing SIGTERM: 15"),
     ("lightning.sigterm", "cancelled_user",
      tb("lightning.pytorch.utilities.exceptions.SIGTERMException")),
+    ("airflow.sigterm", "cancelled_user",
+     "[2026-01-02, 03:04:05 UTC] {taskinstance.py:1540} ERROR - Received SIGTERM. Terminating subprocesses.\n"
+     + tb("airflow.exceptions.AirflowException: Task received SIGTERM signal")),
     # ---- memory
+    ("airflow.sigkill", "host_oom",
+     "[2026-01-02, 03:04:05 UTC] {local_task_job.py:212} INFO - Task exited with return code Negsignal.SIGKILL"),
     ("condor.oom", "host_oom",
      "012 (4242.000.000) 2026-01-02 03:04:05 Job was held.\n"
      "\tJob raised a signal 9. Handling signal as if job has gone over memory limit.\n\tCode 34 Subcode 0"),
@@ -80,6 +88,22 @@ CASES = [
      "Test: [  48/48]  Time: 0.112 (0.301)  Loss:  0.8011 (0.9120)  Acc@1: 81.2500 (78.4120)\n"
      "Current checkpoints:\n ('./output/train/ckpt/checkpoint-297.pth.tar', 78.412)\n"
      "*** Best metric: 78.412 (epoch 297)"),
+    ("sci.normal_end", "success",
+     "               Core t (s)   Wall t (s)        (%)\n       Time:     3012.4      188.3     1600.0\n"
+     "Performance:       91.774        0.262\nFinished mdrun on rank 0 Tue Mar  3 04:05:06 2026"),
+    ("sci.normal_end", "success", " Normal termination of Gaussian 16 at Tue Mar  3 04:05:06 2026."),
+    ("sci.normal_end", "success", "                             ****ORCA TERMINATED NORMALLY****\nTOTAL RUN TIME: 0 days 0 hours"),
+    ("sci.normal_end", "success", "Loop time of 12.34 on 4 procs for 1000 steps with 4000 atoms\nTotal wall time: 0:00:13"),
+    ("sci.normal_end", "success", "# Accounting: time=64 threads=1\n# Ended (code 0) at Tue Mar  3 04:05:06 UTC 2026,"
+                                  " elapsed time 64 seconds"),
+    ("sci.normal_end", "success", "2026-03-03T04:05:06 (asr.sh:1234:main) Successfully finished. [elapsed=4321s]"),
+    ("run.failed_end", "unknown", " Error termination via Lnk1e in /opt/g16/l502.exe at Tue Mar  3 04:05:06 2026."),
+    ("run.failed_end", "unknown", "ORCA finished by error termination in SCF\nCalling Command: mpirun -np 4 orca_scf_mpi"),
+    ("run.failed_end", "unknown", "# Accounting: time=3 threads=1\n# Ended (code 1) at Tue Mar  3 04:05:06 UTC 2026,"
+                                  " elapsed time 3 seconds"),
+    ("run.failed_end", "unknown", "-[nf-core/rnaseq] Pipeline completed with errors-"),
+    ("run.failed_end", "unknown", "[Pipeline] End of Pipeline\nFinished: FAILURE"),
+    ("run.failed_end", "unknown", "ERROR: Job failed: exit code 2"),
     ("llama.timings", "success",
      "llama_print_timings:        load time =    512.31 ms\n"
      "llama_print_timings:      sample time =     20.02 ms /   128 runs   (    0.16 ms per token)\n"
@@ -132,6 +156,9 @@ LOOKALIKES = [
     ("ci.jenkins_aborted", "Stage 'Deploy' skipped; Finished: ABORTED stages are not retried"),
     ("mpi.ctrl_c", "Use Ctrl-C to stop the server"),
     ("compose.ctrl_c", "Gracefully stopping the server, draining 3 connections"),
+    ("airflow.task_timeout", "execution_timeout=timedelta(hours=2)  # raises AirflowTaskTimeout after that"),
+    ("airflow.sigterm", "Registered a handler: on SIGTERM the task terminates its subprocesses"),
+    ("airflow.sigkill", "Task exited with return code 0"),
     ("lightning.keyboard_interrupt", "except KeyboardInterrupt: handled by the trainer"),
     ("lightning.sigterm", "Registered SIGTERM handler for graceful shutdown"),
     ("lightning.sigterm", "from lightning.pytorch.utilities.exceptions import SIGTERMException"),
@@ -146,6 +173,12 @@ LOOKALIKES = [
     ("wf.pipeline_completed",
      "Workflow completed > WorkflowStats[succeedCount=10; failedCount=1; ignoredCount=0; cachedCount=0]"),
     ("timm.best_metric", "Best metric so far: 77.9 at epoch 120 (current 76.2)"),
+    ("sci.normal_end", "grep -q 'Finished mdrun' md.log || echo 'mdrun did not finish'"),
+    ("sci.normal_end", "Total wall time estimate for this run: 4 hours"),
+    ("sci.normal_end", "# Ended (code 1) at Tue Mar  3 04:05:06 UTC 2026, elapsed time 3 seconds"),
+    ("run.failed_end", "# Ended (code 0) at Tue Mar  3 04:05:06 UTC 2026, elapsed time 3 seconds"),
+    ("run.failed_end", "Finished: SUCCESS"),
+    ("run.failed_end", "Job failed: exit code 0 is not an error"),
     ("llama.timings", '{"print_timings": false, "n_ctx": 4096}'),
     ("llama.timings", "llama_print_timings is disabled with --no-perf"),
 ]
@@ -170,6 +203,20 @@ HARMLESS = [
 @pytest.mark.parametrize("text", HARMLESS)
 def test_training_chatter_matches_none_of_these(text: str) -> None:
     assert cls(text).rule not in BY_ID
+
+
+def test_airflow_timeout_makes_its_sigterm_fallout() -> None:
+    text = ("ERROR - Process timed out, PID: 77\nairflow.exceptions.AirflowTaskTimeout: Timeout, PID: 77\n"
+            "ERROR - Received SIGTERM. Terminating subprocesses.")
+    assert cls(text).category == "timeout_walltime"
+
+
+def test_a_failed_step_after_a_normal_end_is_not_a_success() -> None:
+    # Gaussian runs several job steps: a later step's error termination wins.
+    text = (" Normal termination of Gaussian 16 at Tue Mar  3 04:05:06 2026.\n"
+            " Link1:  Proceeding to internal job step number  2.\n"
+            " Error termination via Lnk1e in /opt/g16/l9999.exe at Tue Mar  3 05:06:07 2026.")
+    assert cls(text).category != "success"
 
 
 def test_a_time_limit_beats_the_aborted_result() -> None:

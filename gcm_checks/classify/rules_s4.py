@@ -5,11 +5,12 @@ The weakest classes on the sealed split are the ones whose logs rarely say why:
 ``unknown`` claim too much. This table adds the lines other schedulers, CI systems,
 launchers and frameworks print when they end a job for one of those reasons, each
 written from the tool's own format string (named above it) rather than from an
-excerpt: Jenkins and GitLab CI results and time limits, PyTorch Lightning's
+excerpt: Jenkins' results and time limits and GitLab's success line, PyTorch Lightning's
 requeue/SIGTERM/Ctrl-C handlers, Open MPI's, MPICH Hydra's and Docker Compose's Ctrl-C
 lines, EC2 Spot interruption codes, HTCondor's out-of-memory holds, nccl-tests'
-end-of-run check, timm's and nf-core's completion lines, llama.cpp's timings block; and
-a few exceptions that
+end-of-run check, timm's, nf-core's and science codes' (GROMACS, Gaussian, ORCA, LAMMPS,
+Kaldi/ESPnet) normal-end lines and their failed-end counterparts, llama.cpp's timings block,
+Apache Airflow's timeout/SIGTERM/SIGKILL lines; and a few exceptions that
 py.exception would read as the job's own bug although they say the process was
 killed from outside (Lightning's SIGTERMException, Python's BrokenProcessPool, Ray's
 WorkerCrashedError).
@@ -26,7 +27,7 @@ from __future__ import annotations
 from typing import Tuple
 
 from gcm_checks.classify.rules import (
-    R_CANCEL, R_EXCEPTION, R_HOST_OOM_SLURM, R_INTERRUPT, R_NCCL, R_SCHED, R_SIGNAL, R_SUCCESS, Rule,
+    R_CANCEL, R_EXCEPTION, R_HOST_OOM_SLURM, R_INTERRUPT, R_NCCL, R_SCHED, R_SIGNAL, R_SUCCESS, R_VAGUE, Rule,
 )
 
 S4_RULES: Tuple[Rule, ...] = (
@@ -46,6 +47,11 @@ S4_RULES: Tuple[Rule, ...] = (
          ("handling auto-requeue signal",), r"(?i:\bHandling auto-requeue signal\b)",
          "Slurm signalled the job that its time limit was near and Lightning requeued it",
          terminal=True, warnings_ok=True),
+    # Apache Airflow's execution_timeout: "airflow.exceptions.AirflowTaskTimeout: Timeout,
+    # PID: 1234" (after "Process timed out"); the SIGTERM Airflow then sends is fallout.
+    Rule("airflow.task_timeout", "timeout_walltime", R_SCHED - 2, 0.85,
+         ("airflowtasktimeout",), r"\bAirflowTaskTimeout\b(?::\s|\s*$)",
+         "the task ran past its execution_timeout", terminal=True, warnings_ok=True),
     # ---- preemption notices from the clouds --------------------------------------------
     # EC2 Spot request status codes of an interruption: "marked-for-termination",
     # "marked-for-stop", "instance-stopped-by-price", "instance-stopped-no-capacity",
@@ -100,6 +106,15 @@ S4_RULES: Tuple[Rule, ...] = (
          r"\bReceived SIGTERM(?:: 15\b|\. Stopping\.)|(?:^|\.)SIGTERMException(?=:|\s*$)",
          "the training was sent SIGTERM from outside (a cancel, unless a limit or preemption says why)",
          warnings_ok=True),
+    # Apache Airflow's task runner on SIGTERM: "ERROR - Received SIGTERM. Terminating
+    # subprocesses." then AirflowException / AirflowTaskTerminated "Task received SIGTERM
+    # signal": the task was stopped from outside (cleared or marked failed by a user, a
+    # scheduler or worker restart); a timeout says so first (airflow.task_timeout).
+    Rule("airflow.sigterm", "cancelled_user", R_SIGNAL + 3, 0.45,
+         ("received sigterm. terminating subprocesses", "task received sigterm signal"),
+         r"\bReceived SIGTERM\. Terminating subprocesses|\bTask received SIGTERM signal\b",
+         "the task was sent SIGTERM from outside (a user's clear or mark-failed, or a restart)",
+         warnings_ok=True),
     # ---- host memory limits of other batch systems ----------------------------------
     # HTCondor's starter when the job dies by a signal under a memory limit: "Job raised a
     # signal 9. Handling signal as if job has gone over memory limit." and, with no limit
@@ -111,6 +126,11 @@ S4_RULES: Tuple[Rule, ...] = (
          r"Handling signal as if job has gone over memory limit|\bJob has encountered an out-of-memory event"
          r"|\bRemoved due to memory use\b",
          "the batch system removed or held the job for exceeding its memory", terminal=True, warnings_ok=True),
+    # Apache Airflow's local task job: "Task exited with return code Negsignal.SIGKILL"
+    # (its docs: usually the worker ran out of memory), like a bare SIGKILL (shell.sigkill).
+    Rule("airflow.sigkill", "host_oom", R_SIGNAL + 3, 0.55,
+         ("negsignal.sigkill",), r"\bTask exited with return code Negsignal\.SIGKILL\b",
+         "the task was killed with SIGKILL (most often the OOM killer)", warnings_ok=True),
     # Python's concurrent.futures: BrokenProcessPool "A process in the process pool was
     # terminated abruptly while the future was running or pending." The docs: a worker
     # "terminated in a non-clean fashion (for example, if it was killed from the outside)";
@@ -156,6 +176,30 @@ S4_RULES: Tuple[Rule, ...] = (
     Rule("timm.best_metric", "success", R_SUCCESS, 0.7,
          ("*** best metric:",), r"\*\*\* Best metric: -?[\d.]+(?:e-?\d+)? \(epoch \d+\)",
          "the training ran all its epochs and reported its best metric", warnings_ok=True),
+    # Science codes' own normal-end lines: GROMACS mdrun "Finished mdrun on rank 0 <date>";
+    # Gaussian "Normal termination of Gaussian 16 at <date>."; ORCA "****ORCA TERMINATED
+    # NORMALLY****"; LAMMPS "Total wall time: 0:12:34" (printed on a normal exit only);
+    # Kaldi's and ESPnet's run.pl/queue.pl log footer "# Ended (code 0) at <date>, elapsed
+    # time N seconds" and ESPnet's recipes "Successfully finished. [elapsed=123s]".
+    Rule("sci.normal_end", "success", R_SUCCESS + 1, 0.75,
+         ("finished mdrun on rank", "normal termination of gaussian", "orca terminated normally",
+          "total wall time:", "ended (code ", "successfully finished. [elapsed="),
+         r"\bFinished mdrun on rank \d+|\bNormal termination of Gaussian\b|\*ORCA TERMINATED NORMALLY\*"
+         r"|^Total wall time: \d+:\d\d:\d\d\s*$|^# Ended \(code 0\) at\b|\bSuccessfully finished\. \[elapsed=\d+s\]",
+         "the program reported its normal end", warnings_ok=True),
+    # The failure counterparts of the completion lines above, read as bare failure
+    # markers: with one in the text a completion line no longer means success (the
+    # engine's rule for any `unknown` hit), and with nothing else the answer stays
+    # unknown. Gaussian "Error termination via Lnk1e in .../l9999.exe"; ORCA "ORCA finished
+    # by error termination in SCF"; run.pl "# Ended (code 1) at"; nf-core "-[nf-core/x]
+    # Pipeline completed with errors-"; Jenkins "Finished: FAILURE"; GitLab Runner
+    # "ERROR: Job failed: exit code 1".
+    Rule("run.failed_end", "unknown", R_VAGUE + 1, 0.3,
+         ("error termination via lnk", "finished by error termination", "ended (code ",
+          "pipeline completed with errors", "finished: failure", "job failed: exit code"),
+         r"\bError termination via Lnk\d+e\b|\bORCA finished by error termination\b|^# Ended \(code [1-9]\d*\) at\b"
+         r"|\bPipeline completed with errors\b|^Finished: FAILURE\s*$|\bJob failed: exit code [1-9]\d*\b",
+         "the program or pipeline reported a failed end, without saying why", warnings_ok=True),
     # llama.cpp prints its timings block when a generation run ends (llama_print_timings,
     # newer llama_perf_context_print / llama_perf_sampler_print); ollama logs the same as
     # JSON with "function":"print_timings". A server prints one per request, so weaker
