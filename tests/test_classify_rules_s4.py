@@ -36,6 +36,7 @@ CASES = [
     ("cloud.spot_notice", "preempted", "Status code: instance-stopped-no-capacity"),
     # ---- cancels
     ("ci.jenkins_aborted_by", "cancelled_user", "[Pipeline] sh\n+ python train.py\nAborted by alice\nFinished: ABORTED"),
+    ("ci.jenkins_aborted_by", "cancelled_user", "Sending interrupt signal to process\nAborted by Alice Smith"),
     ("ci.jenkins_aborted", "cancelled_user", "[Pipeline] End of Pipeline\nFinished: ABORTED"),
     ("mpi.ctrl_c", "cancelled_user",
      "step 120 residual 1.2e-3\n^Cmpirun: abort is already in progress...hit ctrl-c again to forcibly terminate"),

@@ -63,11 +63,12 @@ S4_RULES: Tuple[Rule, ...] = (
          r"\bmarked-for-(?:termination|stop)\b|\binstance-stopped-(?:by-price|no-capacity|capacity-oversubscribed)\b",
          "the cloud reclaimed the Spot instance the job ran on", terminal=True, warnings_ok=True),
     # ---- cancels ------------------------------------------------------------------------
-    # Jenkins core (CauseOfInterruption.UserInterruption): "Aborted by alice", then the
+    # Jenkins core (CauseOfInterruption.UserInterruption): "Aborted by <user's full name>"
+    # ("Aborted by alice", "Aborted by Alice Smith"; a sentence is not it), then the
     # build's last line "Finished: ABORTED". A bare ABORTED is also what the build-timeout
     # plugin leaves, so it is weaker, and ci.build_timeout outranks it.
     Rule("ci.jenkins_aborted_by", "cancelled_user", R_CANCEL, 0.8,
-         ("aborted by ",), r"^Aborted by \S{1,100}\s*$",
+         ("aborted by ",), r"^Aborted by \S{1,60}(?: \S{1,60}){0,2}\s*$",
          "a user aborted the CI build", terminal=True),
     Rule("ci.jenkins_aborted", "cancelled_user", R_CANCEL - 2, 0.6,
          ("finished: aborted",), r"^Finished: ABORTED\s*$",
