@@ -296,7 +296,7 @@ RULES: Tuple[Rule, ...] = (
           "different cuda", "can't open file", "couldn't connect to", "localentrynotfounderror", "cuda_home",
           "mismatches the version", "satisfies the requirement", "no matching distribution", "lmod",
           "are unknown", "container creation failed", "could not open image", "pyxis"),
-         r"ModuleNotFoundError|No module named|ImportError|undefined symbol|cannot open shared object file"
+         r"ModuleNotFoundError|No module named|ImportError(?!: sys\.meta_path is None)|undefined symbol|cannot open shared object file"
          r"|error while loading shared libraries|GLIBC(?:XX)?_[\d.]+'? not found|: command not found"
          r"|execve\(\): .{0,400}(?:No such file or directory|Permission denied)|DistributionNotFound|VersionConflict|DLL load failed"
          r"|Could not load library|Torch not compiled with CUDA enabled|compiled with different CUDA (?:major )?versions"
@@ -305,6 +305,9 @@ RULES: Tuple[Rule, ...] = (
          r"|Could not find a version that satisfies the requirement|No matching distribution found"
          r"|Lmod has detected the following error|module\(s\) are unknown|container creation failed"
          r"|could not open image|pyxis: .{0,400}(?:failed|error)",
+         # (CPython's "ImportError: sys.meta_path is None, Python is likely shutting down" is
+         # an import inside a __del__ at interpreter exit, after "Exception ignored in:":
+         # shutdown noise after the job's end, neither its environment nor its bug.)
          "the software environment is broken (a module or library is missing or incompatible)"),
     # ---- input data ------------------------------------------------------------------
     Rule("data.bad_input", "data_input", R_DATA, 0.8,
@@ -359,7 +362,7 @@ RULES: Tuple[Rule, ...] = (
     # ---- generic exceptions ----------------------------------------------------------
     Rule("py.exception", "software_exception", R_EXCEPTION, 0.7,
          ("error", "exception", "execution halted"),
-         r"(?<!raise )(?<!except )(?<![\w.])(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?=:\s|:?$)"
+         r"(?<!raise )(?<!except )(?<![\w.])(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?=:\s|:?$)(?!: sys\.meta_path is None)"
          r"|^Execution halted$",
          "the job raised an unhandled exception",
          exclude=r"ChildFailedError|ProcessRaisedException|ProcessExitedException|CalledProcessError"
