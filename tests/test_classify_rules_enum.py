@@ -47,6 +47,23 @@ CASES = [
      " CUBLAS_GEMM_DEFAULT_TENSOR_OP)`"),
     ("enum.lib_env_mismatch", "import_env", "torch._C._LinAlgError: cusolver error: CUSOLVER_STATUS_ARCH_MISMATCH"),
     ("enum.lib_env_mismatch", "import_env", "nvmlInit failed: NVML_ERROR_LIB_RM_VERSION_MISMATCH"),
+    ("enum.cudnn_version", "import_env",
+     tb("RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (9, 1, 0) but found runtime version"
+        " (8, 9, 7). PyTorch already comes bundled with cuDNN.")),
+    ("enum.cudnn_version", "import_env", "RuntimeError: cuDNN version incompatibility: PyTorch was compiled against"
+                                         " 7102 but linked against 7005"),
+    ("enum.jax_backend_env", "import_env",
+     tb("RuntimeError: Unable to initialize backend 'cuda': FAILED_PRECONDITION: No visible GPU devices. (set"
+        " JAX_PLATFORMS='' to automatically choose an available backend)")),
+    ("enum.jax_backend_env", "import_env",
+     "RuntimeError: Unable to initialize backend 'cuda': INTERNAL: no supported devices found for platform CUDA (you"
+     " may need to uninstall the failing plugin package, or set JAX_PLATFORMS=cpu to skip this backend.)"),
+    ("enum.tpu_in_use", "node_failure",
+     "RuntimeError: Unable to initialize backend 'tpu': ABORTED: The TPU is already in use by process with pid 777."
+     " Not attempting to load libtpu.so in this process."),
+    ("enum.tpu_in_use", "node_failure",
+     "RuntimeError: Unable to initialize backend 'tpu': FAILED_PRECONDITION: Couldn't mmap: Resource temporarily"
+     " unavailable.; Unable to create DeviceInfo"),
     # ---- ROCm environment
     ("enum.rocm_env", "import_env", '"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"\n'
                                     "Aborted (core dumped)"),
@@ -122,6 +139,17 @@ CASES = [
     ("enum.hydra_crash", "segfault_signal", "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   PID 88"
                                             " RUNNING AT gpu3\n=   EXIT CODE: 139\n=   CLEANING UP REMAINING PROCESSES"),
     ("enum.hydra_crash", "segfault_signal", "=   EXIT CODE: 134"),
+    ("enum.mpich_pmi", "import_env", "Fatal error in PMPI_Init: Other MPI error, error stack:\nMPIR_Init_thread(632):\n"
+                                     "MPID_Init(286).......:  PMI2 init failed: 1"),
+    ("enum.mpich_pmi", "import_env", "[cli_0]: write_line error; fd=9 buf=:cmd=get_appnum\n"
+                                     "Abort(1090831) on node 0 (rank 0 in comm 0): Fatal error in PMPI_Init_thread:"
+                                     " Unknown error class, error stack:\nMPIR_Init_thread(196): \n"
+                                     "MPIR_pmi_init(142)...: PMI_Get_appnum returned -1"),
+    ("enum.mpich_ofi", "network_fabric",
+     "MPICH ERROR [Rank 0] [job id 12.0] [Fri Dec 13 13:41:36 2024] [nid00084] - Abort(2665871) (rank 0 in comm 0):"
+     " Fatal error in PMPI_Init_thread: Other MPI error, error stack:\nMPIR_Init_thread(170).........:\n"
+     "MPID_Init(501)................:\nopen_fabric(1559)...........: OFI fi_getinfo() failed"
+     " (ofi_init.c:1559:open_fabric:No data available)"),
     # ---- network
     ("enum.ucx_status", "network_fabric", "nixl: transfer failed: UCS_ERR_ENDPOINT_TIMEOUT"),
     ("enum.ucx_status", "network_fabric", "ucp_ep_create returned UCS_ERR_UNREACHABLE for peer 10.0.0.7"),
@@ -136,6 +164,10 @@ CASES = [
      "OSError: [Errno 108] Cannot send after transport endpoint shutdown: '/lustre/proj/u/log.txt'"),
     # (libuv's "Error: ENOSPC: no space left on device, write" is io.enospc's, by its strerror;
     # "(EDQUOT)" is rules_fam's fam.quota)
+    ("enum.go_errno_storage", "storage_io", "Error: write /ckpt/step-100/shard-3.bin: input/output error"),
+    ("enum.go_errno_storage", "storage_io", "failed to create dir: mkdir /shared/run7: read-only file system"),
+    ("enum.go_errno_storage", "storage_io", "open /nfs/home/u/data.json: stale NFS file handle"),
+    ("enum.go_errno_storage", "storage_io", "level=error msg=\"stat /mnt/fuse/ds: transport endpoint is not connected\""),
     ("enum.errno_name_storage", "storage_io", "write error: ENOSPC"),
     ("enum.errno_name_storage", "storage_io", "Error: EIO: i/o error, read"),
     ("enum.errno_name_storage", "storage_io", "Error: EROFS: read-only file system, open '/data/out.json'"),
@@ -206,6 +238,13 @@ LOOKALIKES = [
     ("enum.errno_name_storage", "reading EIO_prices_2020.csv (eio, 12 MB)"),
     ("enum.errno_storage", "Warning: File too large to display inline, showing the first 1000 lines"),
     ("enum.spawn_enoent", "spawned 8 workers"),
+    # JAX probing platforms it does not have logs the same words at glog level I.
+    ("enum.jax_backend_env", "I0403 15:25:16.346253 1401 xla_bridge.py:897] Unable to initialize backend 'cuda':"
+                             " INTERNAL: no supported devices found"),
+    ("enum.tpu_in_use", "I0403 15:25:16.346253 1401 xla_bridge.py:897] Unable to initialize backend 'tpu': INTERNAL:"
+                        " Failed to open libtpu.so: libtpu.so: cannot open shared object file"),
+    ("enum.mpich_ofi", "MPIDI_OFI_init: using provider cxi (ofi_init.c)"),
+    ("enum.go_errno_storage", "read-only file system mounted at /sw (expected)"),
     # Informational and warning lines with the same words never match.
     ("enum.accel_oom", "WARNING: UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY on first try; retried after freeing the cache"),
     ("enum.rocm_env", "[W1102 10:11:12.000 hip_util.cpp:42] hipErrorNoBinaryForGpu for optional kernel, using fallback"),

@@ -35,7 +35,8 @@ from __future__ import annotations
 from typing import Tuple
 
 from gcm_checks.classify.rules import (
-    R_CUDA, R_DATA, R_ENV, R_ENV_CUDA, R_EXCEPTION, R_GPU_HW, R_NET, R_OOM, R_SIGNAL, R_STORAGE, R_VAGUE, Rule,
+    R_CUDA, R_DATA, R_ENV, R_ENV_CUDA, R_EXCEPTION, R_GPU_HW, R_NET, R_NODE_FAIL, R_OOM, R_SIGNAL, R_STORAGE, R_VAGUE,
+    Rule,
 )
 
 ENUM_RULES: Tuple[Rule, ...] = (
@@ -75,6 +76,31 @@ ENUM_RULES: Tuple[Rule, ...] = (
          r"|\bCUDNN_STATUS_(?:SUBLIBRARY_)?VERSION_MISMATCH\b|\bCUDNN_STATUS_SUBLIBRARY_LOADING_FAILED\b"
          r"|\bNVML_ERROR_LIB_RM_VERSION_MISMATCH\b",
          "a GPU library does not match this GPU or the other libraries loaded with it (architecture or version)"),
+    # torch/backends/cudnn/__init__.py: "RuntimeError: cuDNN version incompatibility: PyTorch
+    # was compiled against (9, 8, 0) but found runtime version (9, 7, 0)" (older: "... but
+    # linked against ..."): a module's or the system's cuDNN on LD_LIBRARY_PATH shadows the
+    # one torch ships with.
+    Rule("enum.cudnn_version", "import_env", R_ENV_CUDA, 0.85,
+         ("cudnn version incompatibility",), r"cuDNN version incompatibility: PyTorch was compiled\s+against",
+         "the cuDNN library loaded is not the one PyTorch was built against"),
+    # JAX's xla_bridge.backends() raises "RuntimeError: Unable to initialize backend 'cuda':
+    # FAILED_PRECONDITION: No visible GPU devices." / "...: INTERNAL: no supported devices found
+    # for platform CUDA (you may need to uninstall the failing plugin package, or set
+    # JAX_PLATFORMS=cpu to skip this backend.)" when the requested platform's plugin cannot
+    # start: an absl status code (FAILED_PRECONDITION, INTERNAL, NOT_FOUND) from the plugin,
+    # mostly a jax/jaxlib/CUDA mismatch or hidden devices. Only the raised RuntimeError: the
+    # same words at glog level I ("I0403 ... xla_bridge.py:897] Unable to initialize backend
+    # 'tpu': ...") are JAX probing platforms on a machine without them. A TPU that another
+    # process holds ("ABORTED: The TPU is already in use by process with pid N", "Couldn't
+    # mmap: Resource temporarily unavailable" on /dev/accel0) is tpu.busy's class.
+    Rule("enum.jax_backend_env", "import_env", R_ENV_CUDA, 0.65,
+         ("unable to initialize backend",), r"RuntimeError: Unable to initialize backend '(?:cuda|gpu|rocm)': [A-Z_]{4,}:",
+         "JAX could not start its GPU backend (jax/jaxlib/CUDA plugin mismatch or no visible GPU)"),
+    Rule("enum.tpu_in_use", "node_failure", R_NODE_FAIL - 10, 0.7,
+         ("unable to initialize backend",),
+         r"RuntimeError: Unable to initialize backend 'tpu': (?:ABORTED: The TPU is already in use"
+         r"|FAILED_PRECONDITION: Couldn't mmap)",
+         "the node's TPU could not be initialised (held by another process or broken)"),
     # ---- AMD ROCm / HIP: environment ---------------------------------------------------
     # hip_runtime_api.h hipErrorNoBinaryForGpu (209), printed by the HIP runtime as
     # "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!" (no gfx
@@ -208,6 +234,22 @@ ENUM_RULES: Tuple[Rule, ...] = (
     Rule("enum.hydra_crash", "segfault_signal", R_SIGNAL, 0.75,
          ("exit code: ",), r"^\s*=\s+EXIT CODE: 1(?:3[2-6]|39)\s*$",
          "an MPI rank crashed with a fatal signal"),
+    # MPICH's PMI wire-up (src/util/mpir_pmi.c, ch4 MPID_Init): "MPID_Init(286).......:  PMI2
+    # init failed: 1", "MPIR_pmi_init(142)...: PMI_Get_appnum returned -1": the binary was
+    # started without the process manager it was built for (no srun/--mpi=pmi2, a login node,
+    # the wrong mpiexec); NERSC's and Slurm's MPI guides give exactly this stack.
+    Rule("enum.mpich_pmi", "import_env", R_ENV, 0.7,
+         ("init failed", "pmi_get_appnum returned"),  # no digit: "pmi2 init failed" would bypass the line memory
+         r"\bPMI2 init failed\b|\bPMI_Get_appnum returned -1|\bPMI2?_Init failed\b",
+         "MPI could not start: it was launched without the process manager (PMI) it was built for"),
+    # MPICH ch4's OFI netmod (ofi_init.c / ofi_events.c) in its error stack: "open_fabric(1559):
+    # OFI fi_getinfo() failed (ofi_init.c:1559:open_fabric:No data available)" - no usable
+    # libfabric provider (CXI, verbs, EFA) on this node - and "OFI poll failed
+    # (ofi_events.c:...)". Same class as net.libfabric's "fi_getinfo: provider X output empty
+    # list".
+    Rule("enum.mpich_ofi", "network_fabric", R_NET - 4, 0.7,
+         ("failed (ofi_",), r"\bOFI \w+(?:\(\))? failed \(ofi_\w+\.c:",
+         "MPI's network layer (libfabric) could not be set up or failed"),
     # ---- network -----------------------------------------------------------------------
     # UCX ucs/type/status.h names as applications print them (UCX itself prints the strings,
     # which net.rdma_error/src.ucx_cqe read): UCS_ERR_ENDPOINT_TIMEOUT ("Endpoint timeout"),
@@ -236,6 +278,21 @@ ENUM_RULES: Tuple[Rule, ...] = (
          r"\[Errno 27\] File too large|: File too large\s*$|Structure needs cleaning|No locks available"
          r"|Cannot send after transport endpoint shutdown",
          "the filesystem refused the operation (file size limit, corruption, locks, or a lost server)"),
+    # Go's syscall.Errno strings are lower-case (syscall/zerrors_linux_amd64.go: "input/output
+    # error", "read-only file system", "stale file handle", "transport endpoint is not
+    # connected", "remote I/O error", ...) inside os.PathError's "op path: err" (containerd,
+    # docker, rclone, Go tools): "write /ckpt/shard.bin: input/output error". io.errno reads
+    # glibc's capitalised strerror only; "no space left on device" and "disk quota exceeded"
+    # are io.enospc's and fam.quota's already.
+    Rule("enum.go_errno_storage", "storage_io", R_STORAGE, 0.8,
+         ("input/output error", "read-only file system", "stale file handle", "stale nfs file handle",
+          "transport endpoint is not connected", "remote i/o error", "structure needs cleaning", "file too large",
+          "no locks available", "cannot send after transport endpoint shutdown"),
+         r"\b(?:open|write|read|mkdir|stat|lstat|rename|remove|unlinkat|fsync|sync|close|create|readdirent|truncate)"
+         r" \S{1,300}: (?:input/output error|read-only file system|stale (?:NFS )?file handle"
+         r"|transport endpoint is not connected|remote I/O error|structure needs cleaning|file too large"
+         r"|no locks available|cannot send after transport endpoint shutdown)\b",
+         "the filesystem refused the operation (I/O error, read-only, stale handle, lost mount)"),
     # errno NAMES, as libuv (Node: "Error: ENOSPC: no space left on device, write"), Go
     # (syscall.Errno names in wrapped errors), Rust's ErrorKind-less errors and C programs
     # print them: ENOSPC, EDQUOT, EROFS, ESTALE, EIO, EUCLEAN, ENOLCK, EFBIG. Case-sensitive:
