@@ -64,6 +64,9 @@ CASES = [
     ("enum.tpu_in_use", "node_failure",
      "RuntimeError: Unable to initialize backend 'tpu': FAILED_PRECONDITION: Couldn't mmap: Resource temporarily"
      " unavailable.; Unable to create DeviceInfo"),
+    ("enum.nvml_env", "import_env", tb("pynvml.nvml.NVMLError_LibraryNotFound: NVML Shared Library Not Found")),
+    ("enum.nvml_env", "import_env", "pynvml.nvml.NVMLError_LibRmVersionMismatch: RM has detected an NVML/RM version"
+                                    " mismatch."),
     # ---- ROCm environment
     ("enum.rocm_env", "import_env", '"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"\n'
                                     "Aborted (core dumped)"),
@@ -98,6 +101,12 @@ CASES = [
     ("enum.accel_hw", "gpu_hardware", "nrt_execute status=1201 (NRT_EXEC_HW_ERR_HBM_UE)"),
     ("enum.accel_hw", "gpu_hardware", "ERROR NRT:nrt_execute  Execution failed: NRT_EXEC_HW_ERR_DMA_ABORT"),
     ("enum.accel_hw", "gpu_hardware", "RuntimeError: HIP error: hipErrorECCNotCorrectable"),
+    ("enum.nvml_hw", "gpu_hardware", tb("pynvml.nvml.NVMLError_CorruptedInforom: Corrupted infoROM")),
+    ("enum.nvml_hw", "gpu_hardware", "failed to get device handle: nvml: NVIDIA Kernel detected an interrupt issue"
+                                     " with a GPU"),
+    ("enum.nvml_hw", "gpu_hardware", "nvmlDeviceGetHandleByIndex(1) returned NVML_ERROR_INSUFFICIENT_POWER"),
+    ("enum.nvml_hw", "gpu_hardware", "pynvml.NVMLError_ResetRequired: Reset Required"),
+    ("enum.nvml_driver", "gpu_hardware", tb("pynvml.nvml.NVMLError_DriverNotLoaded: Driver Not Loaded")),
     ("enum.accel_hang", "gpu_hardware", "HW Exception by GPU node-1 (Agent handle: 0x5612a0) reason :GPU Hang\n"
                                         "Aborted (core dumped)"),
     ("enum.accel_hang", "gpu_hardware", "[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, signaled"
@@ -245,6 +254,9 @@ LOOKALIKES = [
                         " Failed to open libtpu.so: libtpu.so: cannot open shared object file"),
     ("enum.mpich_ofi", "MPIDI_OFI_init: using provider cxi (ofi_init.c)"),
     ("enum.go_errno_storage", "read-only file system mounted at /sw (expected)"),
+    # nvidia-smi's infoROM warning: the GPU still runs; pynvml's success/other members.
+    ("enum.nvml_hw", "WARNING: infoROM is corrupted at gpu 0000:3B:00.0"),
+    ("enum.nvml_driver", "pynvml.nvml.NVMLError_NotSupported: Not Supported"),
     # Informational and warning lines with the same words never match.
     ("enum.accel_oom", "WARNING: UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY on first try; retried after freeing the cache"),
     ("enum.rocm_env", "[W1102 10:11:12.000 hip_util.cpp:42] hipErrorNoBinaryForGpu for optional kernel, using fallback"),

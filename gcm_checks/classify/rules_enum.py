@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import Tuple
 
 from gcm_checks.classify.rules import (
-    R_CUDA, R_DATA, R_ENV, R_ENV_CUDA, R_EXCEPTION, R_GPU_HW, R_NET, R_NODE_FAIL, R_OOM, R_SIGNAL, R_STORAGE, R_VAGUE,
+    R_CUDA, R_DATA, R_ENV, R_ENV_CUDA, R_EXCEPTION, R_GPU_HW, R_GPU_HW_WEAK, R_NET, R_NODE_FAIL, R_OOM, R_SIGNAL, R_STORAGE, R_VAGUE,
     Rule,
 )
 
@@ -76,6 +76,18 @@ ENUM_RULES: Tuple[Rule, ...] = (
          r"|\bCUDNN_STATUS_(?:SUBLIBRARY_)?VERSION_MISMATCH\b|\bCUDNN_STATUS_SUBLIBRARY_LOADING_FAILED\b"
          r"|\bNVML_ERROR_LIB_RM_VERSION_MISMATCH\b",
          "a GPU library does not match this GPU or the other libraries loaded with it (architecture or version)"),
+    # NVML (nvml.h nvmlReturn_t) as pynvml raises it - one class per member, "NVMLError_" + the
+    # CamelCase name: NVMLError_LibraryNotFound ("NVML Shared Library Not Found": no
+    # libnvidia-ml in the container or on the path) and NVMLError_LibRmVersionMismatch ("RM
+    # has detected an NVML/RM version mismatch.": the user-space driver libraries do not
+    # match the loaded kernel module). Note that py.exception cannot read these: the class
+    # name does not end in Error.
+    Rule("enum.nvml_env", "import_env", R_ENV_CUDA, 0.75,
+         ("nvmlerror_librarynotfound", "nvml_error_library_not_found", "nvml shared library not found",
+          "nvmlerror_librmversionmismatch", "nvml/rm version mismatch"),
+         r"\bNVMLError_LibraryNotFound\b|\bNVML_ERROR_LIBRARY_NOT_FOUND\b|NVML Shared Library Not Found"
+         r"|\bNVMLError_LibRmVersionMismatch\b|RM has detected an NVML/RM version mismatch",
+         "the NVIDIA management library is missing or does not match the loaded driver"),
     # torch/backends/cudnn/__init__.py: "RuntimeError: cuDNN version incompatibility: PyTorch
     # was compiled against (9, 8, 0) but found runtime version (9, 7, 0)" (older: "... but
     # linked against ..."): a module's or the system's cuDNN on LD_LIBRARY_PATH shadows the
@@ -163,6 +175,30 @@ ENUM_RULES: Tuple[Rule, ...] = (
          r"\bNRT_EXEC_HW_ERR_(?:HBM_UE|NC_UE|DMA_ABORT|REPAIRABLE_HBM_UE)\b|\bNRT_HW_ERROR\b|\bhipErrorECCNotCorrectable\b"
          r"|\bamdgpu\b.{0,200}?(?<![\d.])[1-9]\d* (?:new )?uncorrectable hardware errors detected in\b",
          "the accelerator reported an uncorrectable hardware (memory) error"),
+    # NVML members that are the GPU or its board, by nvml.h name, pynvml class or the
+    # nvmlErrorString / go-nvml text: NVML_ERROR_CORRUPTED_INFOROM ("Corrupted infoROM",
+    # "infoROM is corrupted"), NVML_ERROR_IRQ_ISSUE ("NVIDIA Kernel detected an interrupt issue
+    # with a GPU"), NVML_ERROR_INSUFFICIENT_POWER ("external power cables are not properly
+    # attached"), NVML_ERROR_RESET_REQUIRED. nvidia-smi's "WARNING: infoROM is corrupted at
+    # gpu ..." is a warning line and does not count: the GPU may still run.
+    Rule("enum.nvml_hw", "gpu_hardware", R_GPU_HW_WEAK, 0.75,
+         ("corrupted_inforom", "corruptedinforom", "corrupted inforom", "inforom is corrupted", "irq_issue", "irqissue",
+          "interrupt issue with a gpu", "insufficient_power", "insufficientpower", "power cables are not properly",
+          "reset_required", "resetrequired"),
+         r"\bNVML_ERROR_(?:CORRUPTED_INFOROM|IRQ_ISSUE|INSUFFICIENT_POWER|RESET_REQUIRED)\b"
+         r"|\bNVMLError_(?:CorruptedInforom|IrqIssue|InsufficientPower|ResetRequired)\b"
+         r"|(?i:corrupted infoROM)|infoROM is corrupted|detected an interrupt issue with a GPU"
+         r"|external power cables are not properly attached",
+         "the GPU's board reported a fault (corrupted infoROM, interrupt issue, power, reset required)"),
+    # NVML_ERROR_DRIVER_NOT_LOADED / pynvml's NVMLError_DriverNotLoaded ("Driver Not Loaded")
+    # inside a job: the node's NVIDIA kernel module is not loaded - the same reading and
+    # confidence as gpu.cuda_unknown_error's "couldn't communicate with the NVIDIA driver".
+    # (nvidia-container-cli's "initialization error: nvml error: driver not loaded" before
+    # the container starts is doc.env's, a container setup error.)
+    Rule("enum.nvml_driver", "gpu_hardware", R_GPU_HW_WEAK, 0.55,
+         ("nvmlerror_drivernotloaded", "nvml_error_driver_not_loaded"),
+         r"\bNVMLError_DriverNotLoaded\b|\bNVML_ERROR_DRIVER_NOT_LOADED\b",
+         "the NVIDIA driver is not loaded on the node"),
     # A device that stopped: ze_api.h / ur_api.h *_RESULT_ERROR_DEVICE_LOST; the HSA runtime's
     # "HW Exception by GPU node-1 (Agent handle: 0x..) reason :GPU Hang"; the amdgpu driver's
     # scheduler timeout "[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx timeout,
