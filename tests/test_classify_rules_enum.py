@@ -159,6 +159,23 @@ CASES = [
      " Fatal error in PMPI_Init_thread: Other MPI error, error stack:\nMPIR_Init_thread(170).........:\n"
      "MPID_Init(501)................:\nopen_fabric(1559)...........: OFI fi_getinfo() failed"
      " (ofi_init.c:1559:open_fabric:No data available)"),
+    ("enum.slurm_launch_comm", "node_failure", "srun: error: Application launch failed: Communication connection failure\n"
+                                               "srun: Job step aborted: Waiting up to 32 seconds for job step to finish."),
+    ("enum.slurm_launch_comm", "node_failure",
+     "srun: error: Task launch for StepId=881.0 failed on node gpu-b3: Zero Bytes were transmitted or received"),
+    ("enum.slurmd_setup", "node_failure", "srun: error: Task launch for StepId=881.0 failed on node gpu-b3: Slurmd could"
+                                          " not set up environment for batch job"),
+    ("enum.slurmd_setup", "node_failure", "srun: error: Task launch for StepId=77.0 failed on node n4: Job prolog failed"),
+    ("enum.slurmd_setup", "node_failure", "slurmstepd: error: _send_launch_failure: User not found on host"),
+    ("enum.slurm_bad_request", "software_exception",
+     "srun: error: Unable to create step for job 1234: Memory required by task is not available"),
+    ("enum.slurm_bad_request", "software_exception",
+     "srun: error: Unable to create step for job 1234: More processors requested than permitted"),
+    ("enum.slurm_bad_request", "software_exception",
+     "sbatch: error: Batch job submission failed: Requested node configuration is not available"),
+    ("enum.slurm_bad_request", "software_exception",
+     "srun: error: Unable to allocate resources: Job violates accounting/QOS policy (job submit limit, user's size"
+     " and/or time limits)"),
     # ---- network
     ("enum.ucx_status", "network_fabric", "nixl: transfer failed: UCS_ERR_ENDPOINT_TIMEOUT"),
     ("enum.ucx_status", "network_fabric", "ucp_ep_create returned UCS_ERR_UNREACHABLE for peer 10.0.0.7"),
@@ -257,6 +274,12 @@ LOOKALIKES = [
     # nvidia-smi's infoROM warning: the GPU still runs; pynvml's success/other members.
     ("enum.nvml_hw", "WARNING: infoROM is corrupted at gpu 0000:3B:00.0"),
     ("enum.nvml_driver", "pynvml.nvml.NVMLError_NotSupported: Not Supported"),
+    # Slurm lines with the same lead-in and another member.
+    ("enum.slurm_bad_request", "srun: error: Unable to create step for job 1234: Job/step already completing or"
+                               " completed"),
+    ("enum.slurm_launch_comm", "srun: launch/slurm: launch_p_step_launch: StepId=881.0 aborted before step completely"
+                               " launched."),
+    ("enum.slurmd_setup", "slurmd could not be reached; retrying in 5 s"),
     # Informational and warning lines with the same words never match.
     ("enum.accel_oom", "WARNING: UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY on first try; retried after freeing the cache"),
     ("enum.rocm_env", "[W1102 10:11:12.000 hip_util.cpp:42] hipErrorNoBinaryForGpu for optional kernel, using fallback"),

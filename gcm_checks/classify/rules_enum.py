@@ -286,6 +286,51 @@ ENUM_RULES: Tuple[Rule, ...] = (
     Rule("enum.mpich_ofi", "network_fabric", R_NET - 4, 0.7,
          ("failed (ofi_",), r"\bOFI \w+(?:\(\))? failed \(ofi_\w+\.c:",
          "MPI's network layer (libfabric) could not be set up or failed"),
+    # ---- Slurm's own error table (src/common/slurm_errno.c, slurm_strerror) -------------
+    # The step could not be started on a node: the communication members
+    # (SLURM_COMMUNICATIONS_CONNECTION_ERROR "Communication connection failure", _SEND_ERROR
+    # "Message send failure", _RECEIVE_ERROR "Message receive failure",
+    # SLURM_PROTOCOL_SOCKET_ZERO_BYTES_SENT "Zero Bytes were transmitted or received") after
+    # srun's "Application launch failed:" / "Task launch for StepId=N.0 failed on node X:".
+    # (doc.node_lost reads the connection-failure form with a node name already.)
+    Rule("enum.slurm_launch_comm", "node_failure", R_NODE_FAIL - 12, 0.65,
+         ("application launch failed", "task launch for"),
+         r"(?:Application launch failed|Task launch for \S+ failed on node \S+): (?:Communication connection failure"
+         r"|Message (?:send|receive) failure|Zero Bytes were transmitted or received|Communication shutdown failure)",
+         "srun could not start the job's tasks on a node (the node or its slurmd did not answer)"),
+    # slurmd's own members: ESLURMD_* "Slurmd could not create a batch directory or file",
+    # "... set up environment for batch job", "... fork job", "... execve job", "... connect
+    # IO", "... spawn I/O thread", "... set UID or GID", "Slurmd shared memory error", "User not
+    # found on host", ESLURMD_PROLOG_FAILED "Job prolog failed": the node failed while setting
+    # the job up, as slurm.node_setup reads "Prolog failure on node".
+    Rule("enum.slurmd_setup", "node_failure", R_NODE_FAIL - 10, 0.7,
+         ("slurmd could not", "slurmd shared memory error", "user not found on host", "job prolog failed"),
+         r"\bSlurmd could not (?:create a batch|chown or chmod|set up environment|set UID or GID|set session ID"
+         r"|spawn I/O thread|fork job|execve job|connect IO)|\bSlurmd shared memory error\b|\bUser not found on host\b"
+         r"|\bJob prolog failed\b",
+         "the node failed while setting up the job (slurmd could not prepare or start it)"),
+    # Request members: the step or job asked for what the allocation or partition cannot give
+    # (ESLURM_INVALID_TASK_MEMORY "Memory required by task is not available",
+    # ESLURM_TOO_MANY_REQUESTED_CPUS "More processors requested than permitted",
+    # ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE / _PART_CONFIG_UNAVAILABLE, "Requested more tasks
+    # than available processors", the count/time/account/QOS/TRES/feature validations),
+    # after srun's "Unable to create step for job N:" / "Unable to allocate resources:" or
+    # sbatch's "Batch job submission failed:". The job's own request, like slurm.bad_option
+    # (an option sbatch does not know): `software_exception`, "fix the configuration". (A
+    # first version followed slurm.bad_request's `import_env`; two tuning rows of d and f,
+    # labelled by two gatherers, read these as software_exception, and the taxonomy's
+    # import_env is a broken environment, which a too-large --mem is not.)
+    Rule("enum.slurm_bad_request", "software_exception", R_EXCEPTION + 5, 0.7,
+         ("unable to create step for job", "unable to allocate resources", "batch job submission failed"),
+         r"(?:Unable to create step for job \d+|Unable to allocate resources|Batch job submission failed): "
+         r"(?:Memory required by task is not available|More processors requested than permitted"
+         r"|Requested (?:node|partition) configuration (?:is )?not available|Requested more tasks than available processors"
+         r"|(?:Task|Node|CPU) count specification invalid|Requested time limit is invalid"
+         r"|Invalid account or account/partition combination specified|Invalid qos specification"
+         r"|Job violates accounting/QOS policy|Invalid partition name specified|Invalid feature specification"
+         r"|Invalid Trackable RESource \(TRES\) specification|Invalid job array specification"
+         r"|Requested node configuration is not available)",
+         "Slurm refused the job or step as requested (memory, CPUs, nodes, partition, account or QOS)"),
     # ---- network -----------------------------------------------------------------------
     # UCX ucs/type/status.h names as applications print them (UCX itself prints the strings,
     # which net.rdma_error/src.ucx_cqe read): UCS_ERR_ENDPOINT_TIMEOUT ("Endpoint timeout"),
