@@ -53,16 +53,14 @@ GH_RULES: Tuple[Rule, ...] = (
          "the workflow task ran past its time limit"),
     # Rocoto (NOAA's workflow manager) logs each finished task as "Task NAME, jobid=N, in
     # state DEAD (TIMEOUT), ran for S seconds, exit status=E, try=T (of M)"; the word in
-    # parentheses is the batch system's own final state.
+    # parentheses is the batch system's own final state (NODE_FAIL is already read by
+    # slurm.node_failure's state words).
     Rule("rocoto.timeout", "timeout_walltime", R_SCHED - 2, 0.85,
          ("in state dead",), r"\bin state DEAD \(TIMEOUT\)",
          "the batch system ended the task at its time limit (Rocoto)"),
     Rule("rocoto.out_of_memory", "host_oom", R_HOST_OOM_SLURM, 0.85,
          ("in state dead",), r"\bin state DEAD \(OUT_OF_MEMORY\)",
          "the batch system killed the task for exceeding its memory (Rocoto)"),
-    Rule("rocoto.node_fail", "node_failure", R_NODE_FAIL - 10, 0.8,
-         ("in state dead",), r"\bin state DEAD \(NODE_FAIL\)",
-         "a node of the task failed (Rocoto)"),
     Rule("rocoto.preempted", "preempted", R_SCHED - 2, 0.8,
          ("in state dead",), r"\bin state DEAD \(PREEMPTED\)",
          "the batch system preempted the task (Rocoto)"),
