@@ -51,8 +51,9 @@ GH_RULES: Tuple[Rule, ...] = (
     Rule("nf.time_limit", "timeout_walltime", R_SCHED - 2, 0.9,
          ("exceeded running time limit",), r"\bProcess exceeded running time limit \(",
          "the workflow task ran past its time limit"),
-    # Rocoto (NOAA's workflow manager) logs each finished task as "Task NAME, jobid=N, in
-    # state DEAD (TIMEOUT), ran for S seconds, exit status=E, try=T (of M)"; the word in
+    # Rocoto (NOAA's workflow manager; workflowengine.rb's statemsg "Task #{job.task},
+    # jobid=#{job.id}, in state #{job.state} (#{job.native_state})") logs a finished task as
+    # "Task NAME, jobid=N, in state DEAD (TIMEOUT), ran for S seconds, ..."; the word in
     # parentheses is the batch system's own final state (NODE_FAIL is already read by
     # slurm.node_failure's state words).
     Rule("rocoto.timeout", "timeout_walltime", R_SCHED - 2, 0.85,
@@ -134,7 +135,8 @@ GH_RULES: Tuple[Rule, ...] = (
          r"|mca_btl_tcp_recv_blocking\] recv\(\d+\) failed: (?:Connection reset by peer|Connection timed out"
          r"|No route to host)",
          "the network between the MPI ranks' nodes failed (Open MPI TCP transport)", warnings_ok=True, symptom=True),
-    # ParaStation MPI's pscom (openib plugin) on an InfiniBand completion error:
+    # ParaStation MPI's pscom (openib plugin, psoib.c: "ibv_poll_cq(): Infiniband returned the
+    # wrong Opcode %d", after which it marks every connection broken) on a completion error:
     # "<PSP:r0000012:ib:ibv_poll_cq(): Infiniband returned the wrong Opcode 5408>", then
     # "<PSP:r0000012:connection to (...) (type:openib,state:open) : read : Broken pipe>".
     Rule("pscom.openib", "network_fabric", R_NET - 4, 0.7,
