@@ -16,6 +16,7 @@ from typing import Dict, Tuple
 from gcm_checks.classify.rules_docs import DOC_RULES
 from gcm_checks.classify.rules_enum import ENUM_RULES
 from gcm_checks.classify.rules_fam import FAM_RULES
+from gcm_checks.classify.rules_gh import GH_RULES
 from gcm_checks.classify.rules_s4 import S4_RULES
 from gcm_checks.classify.rules_src_app import SRC_APP_RULES
 from gcm_checks.classify.rules_src_infra import SRC_INFRA_RULES
@@ -381,7 +382,7 @@ KERNEL_HW_RULES: Tuple[Rule, ...] = (
 )
 
 ALL_RULES: Tuple[Rule, ...] = (RULES + MORE_RULES + KERNEL_HW_RULES + DOC_RULES + FAM_RULES + SRC_INFRA_RULES
-                                + SRC_APP_RULES + SRC_MORE_RULES + S4_RULES + ENUM_RULES)
+                                + SRC_APP_RULES + SRC_MORE_RULES + S4_RULES + ENUM_RULES + GH_RULES)
 ALL_BY_ID: Dict[str, Rule] = {r.id: r for r in ALL_RULES}
 if len(ALL_BY_ID) != len(ALL_RULES):  # pragma: no cover - a table typo
     raise ValueError("duplicate rule id in ALL_RULES")
