@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from itertools import accumulate
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -43,6 +44,11 @@ _DIGIT_KEYWORDS: Tuple[str, ...] = ()
 _KEYWORD_RULES: Dict[str, Tuple[int, ...]] = {}
 
 
+# Each digit keyword with its line-class form (digits and blanks deleted, as in
+# a compaction key): a line can hold the keyword only if its key holds the form.
+_DIGIT_FORMS: List[Tuple[bytes, str]] = []
+
+
 _TRIE: Optional["re.Pattern[str]"] = None
 # For each keyword, every keyword that is a prefix of it (itself included):
 # the trie reports the longest keyword starting at a position.
@@ -65,14 +71,27 @@ def _build_keyword_trie(keywords: Sequence[str]) -> None:
         d[""] = {}
 
     def build(d: Dict[str, Any]) -> str:
-        alts = [re.escape(ch) + build(sub) for ch, sub in sorted(d.items()) if ch]
+        # re tries a group's alternatives one after another at every position of
+        # the text; the children of a trie node start with distinct characters,
+        # so their order changes nothing but how soon a common letter is found.
+        alts = [re.escape(ch) + build(sub) for ch, sub in sorted(d.items(), key=_by_frequency) if ch]
         if not alts:
             return ""
         body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
         return "(?:" + body + ")?" if "" in d else body
 
-    _TRIE = re.compile("(?=(" + build(trie) + "))") if keywords else None
+    # The character class in front rejects a position that starts no keyword
+    # (digits, most punctuation) in one bitmap test instead of ~35 tries.
+    firsts = "".join(re.escape(ch) for ch in sorted({w[0] for w in keywords}))
+    _TRIE = re.compile("(?=[" + firsts + "])(?=(" + build(trie) + "))") if keywords else None
     _PREFIXES = {k: tuple(p for p in keywords if k.startswith(p)) for k in keywords}
+
+
+_LETTER_RANK = {ch: i for i, ch in enumerate(" etaoinsrhldcumfpgwybvkxjqz")}
+
+
+def _by_frequency(item: Tuple[str, Any]) -> Tuple[int, str]:
+    return _LETTER_RANK.get(item[0], len(_LETTER_RANK)), item[0]
 
 
 def _compiled() -> Tuple[_Compiled, ...]:
@@ -86,6 +105,8 @@ def _compiled() -> Tuple[_Compiled, ...]:
                 by_kw.setdefault(kw, []).append(i)
         _KEYWORDS = tuple(k for k in by_kw if not any(ch.isdigit() for ch in k))
         _DIGIT_KEYWORDS = tuple(k for k in by_kw if any(ch.isdigit() for ch in k))
+        _DIGIT_FORMS[:] = [(k.encode("utf-8", "surrogatepass").translate(None, _DIGITS_BLANKS), k)
+                           for k in _DIGIT_KEYWORDS if "\n" not in k]
         _build_keyword_trie(_KEYWORDS)
         _KEYWORD_RULES = {k: tuple(v) for k, v in by_kw.items()}
         _COMPILED = tuple(
@@ -161,13 +182,16 @@ def _is_code_after_frame(line: str) -> bool:
     return body.startswith("  ")
 
 
-def _compact(text: str) -> Tuple[List[str], List[int], List[int], List[bytes]]:
+def _compact(text: str) -> Tuple[List[str], List[int], List[bytes], List[Optional[bytes]]]:
     """Unique non-frame lines (by a digit/blank-blind key), in order of last occurrence.
 
-    Returns (lines, original index of each line's last occurrence, of its
-    first, the line's key). Every rule is line-local, so the unique lines
-    match whatever the whole text would. The dictionaries are built by
-    ``dict(zip(...))`` (C speed); only tracebacks need a per-line look.
+    Returns (lines, original index of each line's last occurrence, the line's
+    key, the key of every original line, None for a skipped frame). Every
+    rule is line-local, so the unique lines match whatever the whole text
+    would. The dictionary is built by ``dict(zip(...))`` (C speed); only
+    tracebacks need a per-line look. A line's first occurrence is
+    ``all_keys.index(key)``, looked up only for the few lines that match a
+    rule (a second dictionary for every line cost ~5% of a log's time).
     """
     lines = text.split("\n")
     # bytes.translate is C-fast; a UTF-8 "\n" is always the single byte 0x0A,
@@ -190,14 +214,13 @@ def _compact(text: str) -> Tuple[List[str], List[int], List[int], List[bytes]]:
                 keys[i + 1] = None
     n = len(keys)
     last = dict(zip(keys, range(n)))
-    first = dict(zip(reversed(keys), range(n - 1, -1, -1)))
     last.pop(None, None)
     order = sorted(last.values())
     # A single huge line (tqdm redraws joined by "\r") is cut to its end,
     # where the error that ended the job is printed.
     out = [lines[i] if len(lines[i]) <= MAX_LINE_CHARS else lines[i][-MAX_LINE_CHARS:] for i in order]
     out_keys = [keys[i] for i in order]
-    return out, order, [first[k] for k in out_keys], out_keys  # type: ignore[misc]
+    return out, order, out_keys, keys  # type: ignore[return-value]
 
 
 # Line classes (compaction keys) in which no rule keyword occurs, remembered
@@ -224,19 +247,17 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
             cut = nl + 1
         first_line += text.count("\n", 0, cut)
         text = text[cut:]
-    lines, line_idx, first_idx, keys = _compact(text)
+    lines, line_idx, keys, all_keys = _compact(text)
     # Only line classes not already known to hold no keyword are searched.
     benign = _BENIGN
     sidx = [j for j, k in enumerate(keys) if k not in benign] if benign else list(range(len(lines)))
     scan = [lines[j] for j in sidx]
     low = "\n".join(scan).lower()
-    if len(low) != sum(len(x) for x in scan) + len(scan) - 1:
+    if len(low) != sum(map(len, scan)) + len(scan) - 1:
         # A few non-ASCII characters change length when lower-cased; keep
         # offsets aligned by lower-casing line by line.
         low = "\n".join(x.lower() if len(x.lower()) == len(x) else x for x in scan)
-    offsets = [0]
-    for x in scan[:-1]:
-        offsets.append(offsets[-1] + len(x) + 1)
+    offsets = _line_starts(scan)
     kernel = _is_kernel(log.source)
     hits: List[Hit] = []
     compiled = _compiled()
@@ -254,20 +275,7 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
         hit_pos.update(at)
         for ri in _KEYWORD_RULES[kw]:
             per_rule.setdefault(ri, set()).update(at)
-    if len(sidx) < len(lines):
-        low_all = "\n".join(lines).lower()
-        if len(low_all) == sum(len(x) for x in lines) + len(lines) - 1:
-            all_offsets = [0]
-            for x in lines[:-1]:
-                all_offsets.append(all_offsets[-1] + len(x) + 1)
-            digit_scan: Tuple[str, List[int], Optional[List[int]]] = (low_all, all_offsets, None)
-        else:  # offsets would not line up; fall back to the searched lines only
-            digit_scan = (low, offsets, sidx)
-    else:
-        digit_scan = (low, offsets, sidx)
-    d_low, d_offsets, d_map = digit_scan
-    for kw in [k for k in _DIGIT_KEYWORDS if k in d_low]:
-        at = [d_map[p] if d_map is not None else p for p in _keyword_lines(kw, d_low, d_offsets)]
+    for kw, at in _digit_keyword_lines(text, lines, keys, sidx, low, offsets):
         for ri in _KEYWORD_RULES[kw]:
             per_rule.setdefault(ri, set()).update(at)
     if len(benign) > _BENIGN_MAX:
@@ -299,12 +307,78 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
                 rid, cat, rank, conf, says = judged
             hits.append(Hit(rid, cat, rank, conf, source_idx, line_idx[li],
                             Evidence(log.source, first_line + line_idx[li], sanitize(line)), says,
-                            first_pos=first_idx[li], base_rule=rule.id))
+                            first_pos=all_keys.index(keys[li]), base_rule=rule.id))
             n += 1
             if n >= MAX_HITS_PER_RULE:
                 break
     hits.sort(key=lambda h: h.pos)
     return hits
+
+
+def _line_starts(lines: List[str]) -> List[int]:
+    """Offsets of each line in ``"\\n".join(lines)`` (C-speed accumulate)."""
+    return list(accumulate(map(_PLUS_ONE, map(len, lines[:-1])), initial=0))
+
+
+_PLUS_ONE = (1).__add__
+
+
+# Digit keywords' candidate lines by line class (see _DIGIT_FORMS), remembered
+# like _BENIGN: the 26 whole-text searches they replace cost ~6% of a log.
+_DIGIT_SEEN: Dict[bytes, Tuple[str, ...]] = {}
+
+
+def _digit_keyword_lines(text: str, lines: List[str], keys: List[bytes], sidx: List[int], low: str,
+                         offsets: List[int]) -> List[Tuple[str, List[int]]]:
+    """(digit keyword, indexes of the lines holding it) for every line, benign ones too.
+
+    Keywords with digits are searched in every line: the benign-line cache is
+    keyed digit-blind, and "status code 0" must not hide a later "status code 137".
+    """
+    if not text.isascii() or len(_DIGIT_FORMS) < len(_DIGIT_KEYWORDS):
+        return _digit_keyword_lines_slow(lines, sidx, low, offsets)
+    # ASCII: lower() keeps every line's length, and a keyword in a line puts
+    # its form in the line's key, so lines whose key lacks every form are skipped.
+    seen = _DIGIT_SEEN
+    if len(seen) > _BENIGN_MAX:
+        seen.clear()
+    new = {k: () for k in keys if k not in seen}
+    if new:
+        joined = b"\n".join(new).lower()
+        forms = [(f, kw) for f, kw in _DIGIT_FORMS if f in joined]
+        for k in new:
+            if forms:
+                kl = k.lower()
+                new[k] = tuple(kw for f, kw in forms if f in kl)
+            if len(k) <= _BENIGN_KEY_MAX:
+                seen[k] = new[k]
+    found: Dict[str, List[int]] = {}
+    for j, k in enumerate(keys):
+        maybe = seen.get(k) if k not in new else new[k]
+        if maybe:
+            line = lines[j].lower()
+            for kw in maybe:
+                if kw in line:
+                    found.setdefault(kw, []).append(j)
+    return list(found.items())
+
+
+def _digit_keyword_lines_slow(lines: List[str], sidx: List[int], low: str,
+                              offsets: List[int]) -> List[Tuple[str, List[int]]]:
+    """The same for a text with non-ASCII characters: search the lower-cased lines."""
+    if len(sidx) < len(lines):
+        low_all = "\n".join(lines).lower()
+        if len(low_all) == sum(map(len, lines)) + len(lines) - 1:
+            digit_scan: Tuple[str, List[int], Optional[List[int]]] = (low_all, _line_starts(lines), None)
+        else:  # offsets would not line up; fall back to the searched lines only
+            digit_scan = (low, offsets, sidx)
+    else:
+        digit_scan = (low, offsets, sidx)
+    d_low, d_offsets, d_map = digit_scan
+    out = []
+    for kw in [k for k in _DIGIT_KEYWORDS if k in d_low]:
+        out.append((kw, [d_map[p] if d_map is not None else p for p in _keyword_lines(kw, d_low, d_offsets)]))
+    return out
 
 
 def _keyword_lines(kw: str, low: str, offsets: List[int]) -> Tuple[int, ...]:
