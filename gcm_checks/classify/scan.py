@@ -41,12 +41,13 @@ _KEYWORDS: Tuple[str, ...] = ()
 # benign-line cache is keyed digit-blind, and "status code 0" must not hide
 # a later "status code 137".
 _DIGIT_KEYWORDS: Tuple[str, ...] = ()
+_IS_DIGIT_KEYWORD: Dict[str, bool] = {}
 _KEYWORD_RULES: Dict[str, Tuple[int, ...]] = {}
 
 
 # Each digit keyword with its line-class form (digits and blanks deleted, as in
 # a compaction key): a line can hold the keyword only if its key holds the form.
-_DIGIT_FORMS: List[Tuple[bytes, str]] = []
+_DIGIT_FORMS: List[Tuple[str, str]] = []
 
 
 _TRIE: Optional["re.Pattern[str]"] = None
@@ -97,7 +98,7 @@ def _by_frequency(item: Tuple[str, Any]) -> Tuple[int, str]:
 def _compiled() -> Tuple[_Compiled, ...]:
     # Compiled on first use, not at import: the epilog imports this package
     # even for jobs whose logs it never needs to read.
-    global _COMPILED, _KEYWORDS, _DIGIT_KEYWORDS, _KEYWORD_RULES
+    global _COMPILED, _KEYWORDS, _DIGIT_KEYWORDS, _IS_DIGIT_KEYWORD, _KEYWORD_RULES
     if _COMPILED is None:
         by_kw: Dict[str, List[int]] = {}
         for i, r in enumerate(RULES):
@@ -105,9 +106,12 @@ def _compiled() -> Tuple[_Compiled, ...]:
                 by_kw.setdefault(kw, []).append(i)
         _KEYWORDS = tuple(k for k in by_kw if not any(ch.isdigit() for ch in k))
         _DIGIT_KEYWORDS = tuple(k for k in by_kw if any(ch.isdigit() for ch in k))
-        _DIGIT_FORMS[:] = [(k.encode("utf-8", "surrogatepass").translate(None, _DIGITS_BLANKS), k)
+        _IS_DIGIT_KEYWORD = {k: k in _DIGIT_KEYWORDS for k in by_kw}
+        _DIGIT_FORMS[:] = [(k.encode("utf-8", "surrogatepass").translate(None, _DIGITS_BLANKS).decode("latin-1"), k)
                            for k in _DIGIT_KEYWORDS if "\n" not in k]
-        _build_keyword_trie(_KEYWORDS)
+        # Digit keywords ride in the trie too: it finds them in the searched
+        # lines at no extra pass; only lines of a benign class need their forms.
+        _build_keyword_trie(_KEYWORDS + _DIGIT_KEYWORDS)
         _KEYWORD_RULES = {k: tuple(v) for k, v in by_kw.items()}
         _COMPILED = tuple(
             _Compiled(r, r.compiled(), re.compile(r.exclude) if r.exclude else None) for r in RULES
@@ -226,8 +230,9 @@ def _compact(text: str) -> Tuple[List[str], List[int], List[bytes], List[Optiona
 # Line classes (compaction keys) in which no rule keyword occurs, remembered
 # across the texts of one process: a --batch over a cluster's logs meets the
 # same progress, INFO and warning lines in every job, and need not search
-# them again. Bounded; cleared when full. Only short keys are kept.
-_BENIGN: Dict[bytes, None] = {}
+# them again. Bounded; cleared when full. Only short keys are kept. The value
+# is the digit keywords whose form the key holds (None: not looked at yet).
+_BENIGN: Dict[bytes, Optional[Tuple[str, ...]]] = {}
 _BENIGN_MAX = 65536
 _BENIGN_KEY_MAX = 512
 
@@ -270,12 +275,19 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
     if _TRIE is not None:
         for longest in {m.group(1) for m in _TRIE.finditer(low)}:
             present.update(_PREFIXES[longest])
+    # With an ASCII text, a digit keyword in a searched line is found right
+    # here; see _digit_keyword_lines for the others.
+    digits_here = text.isascii() and len(_DIGIT_FORMS) == len(_DIGIT_KEYWORDS)
     for kw in present:
+        if _IS_DIGIT_KEYWORD[kw] and not digits_here:
+            continue
         at = [sidx[p] for p in _keyword_lines(kw, low, offsets)]
-        hit_pos.update(at)
+        if not _IS_DIGIT_KEYWORD[kw]:
+            hit_pos.update(at)
         for ri in _KEYWORD_RULES[kw]:
             per_rule.setdefault(ri, set()).update(at)
-    for kw, at in _digit_keyword_lines(text, lines, keys, sidx, low, offsets):
+    for kw, at in (_digit_keyword_lines(lines, keys, len(sidx)) if digits_here else
+                   _digit_keyword_lines_slow(lines, sidx, low, offsets)):
         for ri in _KEYWORD_RULES[kw]:
             per_rule.setdefault(ri, set()).update(at)
     if len(benign) > _BENIGN_MAX:
@@ -323,38 +335,24 @@ def _line_starts(lines: List[str]) -> List[int]:
 _PLUS_ONE = (1).__add__
 
 
-# Digit keywords' candidate lines by line class (see _DIGIT_FORMS), remembered
-# like _BENIGN: the 26 whole-text searches they replace cost ~6% of a log.
-_DIGIT_SEEN: Dict[bytes, Tuple[str, ...]] = {}
-
-
-def _digit_keyword_lines(text: str, lines: List[str], keys: List[bytes], sidx: List[int], low: str,
-                         offsets: List[int]) -> List[Tuple[str, List[int]]]:
-    """(digit keyword, indexes of the lines holding it) for every line, benign ones too.
+def _digit_keyword_lines(lines: List[str], keys: List[bytes], searched: int) -> List[Tuple[str, List[int]]]:
+    """(digit keyword, indexes of the lines holding it) for the lines of an ASCII
+    text the trie did not search (their class is benign).
 
     Keywords with digits are searched in every line: the benign-line cache is
     keyed digit-blind, and "status code 0" must not hide a later "status code 137".
+    ASCII: a keyword in a line puts its form in the line's key, so only lines
+    whose key holds a form are searched, and a key's forms are looked up once.
     """
-    if not text.isascii() or len(_DIGIT_FORMS) < len(_DIGIT_KEYWORDS):
-        return _digit_keyword_lines_slow(lines, sidx, low, offsets)
-    # ASCII: lower() keeps every line's length, and a keyword in a line puts
-    # its form in the line's key, so lines whose key lacks every form are skipped.
-    seen = _DIGIT_SEEN
-    if len(seen) > _BENIGN_MAX:
-        seen.clear()
-    new = {k: () for k in keys if k not in seen}
-    if new:
-        joined = b"\n".join(new).lower()
-        forms = [(f, kw) for f, kw in _DIGIT_FORMS if f in joined]
-        for k in new:
-            if forms:
-                kl = k.lower()
-                new[k] = tuple(kw for f, kw in forms if f in kl)
-            if len(k) <= _BENIGN_KEY_MAX:
-                seen[k] = new[k]
+    benign = _BENIGN
+    if searched == len(lines) or not benign:
+        return []
     found: Dict[str, List[int]] = {}
     for j, k in enumerate(keys):
-        maybe = seen.get(k) if k not in new else new[k]
+        maybe = benign.get(k, ())
+        if maybe is None:
+            low_key = k.decode("latin-1").lower()
+            maybe = benign[k] = tuple(kw for form, kw in _DIGIT_FORMS if form in low_key)
         if maybe:
             line = lines[j].lower()
             for kw in maybe:
