@@ -145,8 +145,16 @@ def sanitize(text: str, limit: int = EVIDENCE_CHARS) -> str:
 
 
 def _is_kernel(source: str) -> bool:
-    s = source.lower()
-    return any(k in s for k in _KERNEL_SOURCES)
+    known = _KERNEL_SOURCE.get(source)
+    if known is None:
+        s = source.lower()
+        known = any(k in s for k in _KERNEL_SOURCES)
+        if len(_KERNEL_SOURCE) < 1024:  # a --batch has a handful of source names
+            _KERNEL_SOURCE[source] = known
+    return known
+
+
+_KERNEL_SOURCE: Dict[str, bool] = {}
 
 
 # Deleting digits and blanks makes the thousands of progress lines of a
@@ -207,7 +215,9 @@ def _compact(text: str) -> Tuple[List[str], List[int], List[bytes], List[Optiona
         # blank line once its bytes >= 0x80 are dropped, and would vanish with the blanks.
         for i in [i for i, k in enumerate(keys) if not k and lines[i].strip()]:
             keys[i] = lines[i].encode("utf-8", "surrogatepass")
-    if b'File"' in kb or b"frame#" in kb:
+    # bytes.find, not "in": bytes "in" first tries the needle as an int and
+    # pays for the TypeError on every call (CPython 3.11).
+    if kb.find(b'File"') >= 0 or kb.find(b"frame#") >= 0:
         for i in [i for i, k in enumerate(keys) if k is not None and (
                 k.startswith((b'File"', b"frame#")) or (k[:1] == b"[" and (b']:File"' in k[:48] or b"]:frame#" in k[:48])))]:
             if _is_frame(lines[i]) is None:
