@@ -12,6 +12,7 @@ from itertools import accumulate
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from gcm_checks.classify.judges import JUDGES
 from gcm_checks.classify.model import Evidence, LogText
 from gcm_checks.classify.rules import KERNEL, LOG, WARNING_LINE, Rule
 from gcm_checks.classify.rules_more import ALL_RULES as RULES
@@ -48,6 +49,8 @@ _KEYWORD_RULES: Dict[str, Tuple[int, ...]] = {}
 # Each digit keyword with its line-class form (digits and blanks deleted, as in
 # a compaction key): a line can hold the keyword only if its key holds the form.
 _DIGIT_FORMS: List[Tuple[str, str]] = []
+_FORMS: List[Tuple[str, str]] = []  # the same for every keyword
+_NEWLINE_KEYWORDS: List[str] = []
 
 
 _TRIE: Optional["re.Pattern[str]"] = None
@@ -107,6 +110,9 @@ def _compiled() -> Tuple[_Compiled, ...]:
         _KEYWORDS = tuple(k for k in by_kw if not any(ch.isdigit() for ch in k))
         _DIGIT_KEYWORDS = tuple(k for k in by_kw if any(ch.isdigit() for ch in k))
         _IS_DIGIT_KEYWORD = {k: k in _DIGIT_KEYWORDS for k in by_kw}
+        _FORMS[:] = [(k.encode("utf-8", "surrogatepass").translate(None, _DIGITS_BLANKS).decode("latin-1"), k)
+                     for k in by_kw if "\n" not in k]
+        _NEWLINE_KEYWORDS[:] = [k for k in by_kw if "\n" in k]
         _DIGIT_FORMS[:] = [(k.encode("utf-8", "surrogatepass").translate(None, _DIGITS_BLANKS).decode("latin-1"), k)
                            for k in _DIGIT_KEYWORDS if "\n" not in k]
         # Digit keywords ride in the trie too: it finds them in the searched
@@ -281,13 +287,12 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
     # present ones are located line by line.
     per_rule: Dict[int, set] = {}
     hit_pos: set = set()
-    present = set()
-    if _TRIE is not None:
-        for longest in {m.group(1) for m in _TRIE.finditer(low)}:
-            present.update(_PREFIXES[longest])
     # With an ASCII text, a digit keyword in a searched line is found right
     # here; see _digit_keyword_lines for the others.
     digits_here = text.isascii() and len(_DIGIT_FORMS) == len(_DIGIT_KEYWORDS)
+    present: set = set()
+    if _TRIE is not None:
+        present = _present_keywords(scan, [keys[j] for j in sidx], low) if digits_here else _trie_keywords(low)
     for kw in present:
         if _IS_DIGIT_KEYWORD[kw] and not digits_here:
             continue
@@ -323,7 +328,7 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
                 continue
             rid, cat, rank, conf, says = rule.id, rule.category, rule.rank, rule.confidence, rule.says
             if rule.judge:
-                judged = _JUDGES[rule.judge](line)
+                judged = JUDGES[rule.judge](line)
                 if judged is None:
                     continue
                 rid, cat, rank, conf, says = judged
@@ -335,6 +340,51 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
                 break
     hits.sort(key=lambda h: h.pos)
     return hits
+
+
+def _trie_keywords(low: str) -> set:
+    """Every keyword in ``low``."""
+    present: set = set()
+    for longest in {m.group(1) for m in _TRIE.finditer(low)} if _TRIE is not None else ():
+        present.update(_PREFIXES[longest])
+    return present
+
+
+# Line classes that hold a keyword, remembered like _BENIGN: None when seen
+# once, then the keywords whose form (see _DIGIT_FORMS) the class's key holds.
+# A --batch meets the same keyword-bearing progress lines in every job
+# ("number of nan iterations: 0"); a recurring class is checked with a few
+# "in" tests instead of the trie, which costs ~100 ns a character.
+_KEYWORD_CLASSES: Dict[bytes, Optional[Tuple[str, ...]]] = {}
+_UNSEEN = ()
+
+
+def _present_keywords(scan: List[str], scan_keys: List[bytes], low: str) -> set:
+    """Keywords in the lines of an ASCII text (a superset is harmless: each one's
+    lines are then located exactly in ``low``)."""
+    seen = _KEYWORD_CLASSES
+    if len(seen) > _BENIGN_MAX:
+        seen.clear()
+    present: set = set()
+    new_lines = []
+    for line, key in zip(scan, scan_keys):
+        maybe = seen.get(key, _UNSEEN)
+        if maybe is _UNSEEN or len(key) > _BENIGN_KEY_MAX:
+            if len(key) <= _BENIGN_KEY_MAX:
+                seen[key] = None
+            new_lines.append(line)
+            continue
+        if maybe is None:
+            low_key = key.decode("latin-1").lower()
+            maybe = seen[key] = tuple(kw for form, kw in _FORMS if form in low_key)
+        if maybe:
+            low_line = line.lower()
+            present.update([kw for kw in maybe if kw in low_line])
+    if new_lines:
+        present |= _trie_keywords("\n".join(new_lines).lower())
+    # A keyword with a newline ("inf\n") spans two searched lines.
+    present.update([kw for kw in _NEWLINE_KEYWORDS if kw in low])
+    return present
 
 
 def _line_starts(lines: List[str]) -> List[int]:
@@ -400,96 +450,3 @@ def _keyword_lines(kw: str, low: str, offsets: List[int]) -> Tuple[int, ...]:
             break
         p = low.find(kw, offsets[li + 1])
     return tuple(out)
-
-
-def _judge_xid(line: str) -> Optional[Tuple[str, str, int, float, str]]:
-    """A kernel XID line judged by NVIDIA's catalog (rule 4), as a hit."""
-    # ---- issue 18 hook: kernel lines are read by the XID scanner's own parser
-    # (gcm_checks.xid.parse.parse_xid), so `classify` and `xid scan` cannot disagree.
-    parsed = _kernel_reading(line)
-    m = None if parsed is not None else re.search(r"NVRM: Xid \([^)]*\):\s*(\d+)", line)
-    # A bare "Xid 79" (a person's or a tool's note) counts only for codes in the
-    # catalog and only when clear-cut; "xid 1234" may be a database's.
-    bare = parsed is None and m is None
-    if bare:
-        m = re.search(r"\b[Xx][Ii][Dd](?:\s+[Ee]rror)?[\s:=]+(\d{1,3})\b", line)
-    if parsed is None and m is None:
-        return None
-    code = parsed.xid if parsed is not None else int(m.group(1))  # type: ignore[union-attr]
-    try:
-        from gcm_checks.xid.catalog import CATALOG, assess
-
-        if bare and code not in CATALOG:
-            return None
-        a = assess(parsed.xid if parsed else code, dict(parsed.decoded) if parsed else None)
-        sev, resp, name = a.severity, a.responsibility, a.name
-    except ImportError:  # pragma: no cover - the xid package ships with us
-        from gcm_checks.classify.rules import APP_XIDS, FALLBACK_HW_XIDS
-
-        resp = "application" if code in APP_XIDS else "hardware"
-        sev = "fail" if code in FALLBACK_HW_XIDS else "info"
-        name = ""
-    what = f"XID {code}" + (f" ({name})" if name else "")
-    if resp == "application":
-        return ("kernel.xid.application", "cuda_runtime", 65, 0.6,
-                f"the driver logged {what}, a fault in the job's own GPU code")
-    if sev == "fail":
-        return ("kernel.xid.hardware", "gpu_hardware", 94, 0.9, f"the driver logged {what}")
-    if sev == "warn" and not bare:
-        return ("kernel.xid.warn", "gpu_hardware", 60, 0.5, f"the driver logged {what}")
-    return None
-
-
-def _kernel_reading(line: str) -> Any:
-    """The XID scanner's reading of a kernel line (None: not an XID), issue 18."""
-    if "NVRM" not in line:
-        return None
-    try:
-        from gcm_checks.xid.parse import parse_xid
-    except ImportError:  # pragma: no cover - the xid package ships with us
-        return None
-    return parse_xid(line)
-
-
-def _judge_sxid(line: str) -> Optional[Tuple[str, str, int, float, str]]:
-    """An NVSwitch SXid line judged by gcm_checks.xid.sxid (item 3: one parser, not two).
-
-    A fatal SXid (the driver's own verdict, or an always-fatal code) stalls NVLink
-    traffic until the switch is reset: the CUDA/NCCL errors after it are fallout,
-    so it ranks with the hardware XIDs; so does a non-fatal one whose documented
-    impact is stalled traffic. Other non-fatal ones (replays, heartbeats) are only
-    a hint (they outrank nothing but "could not tell"); ignorable ones and
-    register-detail lines are dropped.
-    """
-    try:
-        from gcm_checks.xid.sxid import CATALOG, ParsedSxid, assess, lookup, parse_sxid
-    except ImportError:  # pragma: no cover - the xid package ships with us
-        return None
-    parsed = parse_sxid(line)
-    if parsed is None:
-        # Not the driver's line: a tool's or a person's "SXid 20034" counts only for
-        # a code in the Fabric Manager guide (the driver's register-detail lines,
-        # "SXid (PCI:...): 20034, Severity 1 ...", are never events).
-        bare = None if "SXid (" in line else re.search(r"\bSXid\b\D{0,20}?(\d{5})\b", line)
-        if bare is None or int(bare.group(1)) not in CATALOG:
-            return None
-        code = int(bare.group(1))
-        # No verdict printed: the guide's own grouping of the code (fatal tables D.5/D.6) stands in for it.
-        parsed = ParsedSxid(None, "", code, True if lookup(code).kind in ("fatal", "always_fatal") else None, None, "")
-    a = assess(parsed)
-    what = f"SXid {parsed.code}" + (f" ({a.name})" if a.name else "")
-    if a.severity == "fail":
-        return ("kernel.nvswitch_sxid", "gpu_hardware", 94, 0.9, f"an NVSwitch reported a fatal {what}")
-    if a.severity == "warn" and "stall" in lookup(parsed.code).impact.lower():
-        # Non-fatal for the switch, not for the job: the guide says NVLink traffic
-        # on that port stalls and CUDA jobs abort (XID 45), e.g. 12028.
-        return ("kernel.nvswitch_sxid.stall", "gpu_hardware", 90, 0.8,
-                f"an NVSwitch reported {what}, which stalls NVLink traffic and aborts CUDA jobs")
-    if a.severity == "warn":
-        return ("kernel.nvswitch_sxid.nonfatal", "gpu_hardware", 8, 0.45, f"an NVSwitch reported a non-fatal {what}")
-    return None
-
-
-_JUDGES = {"xid": _judge_xid, "sxid": _judge_sxid}
-
-
