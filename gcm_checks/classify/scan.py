@@ -356,7 +356,7 @@ def _trie_keywords(low: str) -> set:
 # ("number of nan iterations: 0"); a recurring class is checked with a few
 # "in" tests instead of the trie, which costs ~100 ns a character.
 _KEYWORD_CLASSES: Dict[bytes, Optional[Tuple[str, ...]]] = {}
-_UNSEEN = ()
+_UNSEEN: Any = object()  # not (): an empty tuple is a class with no keyword forms
 
 
 def _present_keywords(scan: List[str], scan_keys: List[bytes], low: str) -> set:
