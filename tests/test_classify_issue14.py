@@ -178,6 +178,25 @@ def test_same_text_same_answer_cold_and_warm() -> None:
         "gpu_oom", "cuda.oom", cold.confidence)
 
 
+def test_recurring_line_class_still_finds_a_keyword_its_first_lines_lacked() -> None:
+    # Same digit/blank-blind key; only the second spells "out of memory". Once the
+    # class has recurred, scan.py checks it with "in" tests instead of the trie:
+    # those must still find the keyword (the cache narrows, never decides).
+    from gcm_checks.classify import scan
+
+    broken = "RuntimeError: CUDA outof memory. Tried to allocate 20 MiB"
+    spelled = "RuntimeError: CUDA out of memory. Tried to allocate 20 MiB"
+    scan._BENIGN.clear()
+    scan._KEYWORD_CLASSES.clear()
+    cold = cls(spelled)
+    scan._KEYWORD_CLASSES.clear()
+    for _ in range(3):
+        assert cls(broken).rule == "py.exception"
+    assert scan._KEYWORD_CLASSES  # the class is now checked without the trie
+    warm = cls(spelled)
+    assert (cold.category, cold.rule) == (warm.category, warm.rule) == ("gpu_oom", "cuda.oom")
+
+
 def test_nccl_error_after_another_ranks_crash_is_fallout() -> None:
     r = cls("[rank1]: Fatal Python error: Segmentation fault\n"
             "[rank0]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "

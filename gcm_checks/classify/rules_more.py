@@ -357,8 +357,8 @@ MORE_RULES: Tuple[Rule, ...] = (
 
 # ---- kernel-log lines for GPU hardware (one marked place, issue 14) -----------------
 # NVRM Xid lines (and fallen-off-the-bus lines that carry "Xid") are read by
-# gcm_checks.xid.parse and SXid lines by gcm_checks.xid.sxid (scan._judge_xid,
-# scan._judge_sxid), so `classify` and `xid scan` judge them alike. The other
+# gcm_checks.xid.parse and SXid lines by gcm_checks.xid.sxid (judges._judge_xid,
+# judges._judge_sxid), so `classify` and `xid scan` judge them alike. The other
 # patterns here are driver messages gcm_checks.xid has no parser for.
 KERNEL_HW_RULES: Tuple[Rule, ...] = (
     Rule("kernel.gpu_init_failed", "gpu_hardware", R_GPU_HW, 0.9,
@@ -368,7 +368,7 @@ KERNEL_HW_RULES: Tuple[Rule, ...] = (
     # Judged by the XID package's own SXid parser and the Fabric Manager guide's
     # catalogue (gcm_checks.xid.sxid): fatal, or non-fatal with stalled NVLink traffic
     # -> gpu_hardware above the CUDA errors it causes; other non-fatal -> a hint
-    # only; ignorable and register-detail lines -> nothing (scan._judge_sxid).
+    # only; ignorable and register-detail lines -> nothing (judges._judge_sxid).
     Rule("kernel.nvswitch_sxid", "gpu_hardware", R_GPU_HW, 0.9,
          ("sxid",), r"\bSXid\b.{0,80}\d+",
          "an NVSwitch reported a fatal error (SXid)", judge="sxid"),

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from itertools import accumulate
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from gcm_checks.classify.judges import JUDGES
 from gcm_checks.classify.model import Evidence, LogText
 from gcm_checks.classify.rules import KERNEL, LOG, WARNING_LINE, Rule
 from gcm_checks.classify.rules_more import ALL_RULES as RULES
@@ -40,7 +42,15 @@ _KEYWORDS: Tuple[str, ...] = ()
 # benign-line cache is keyed digit-blind, and "status code 0" must not hide
 # a later "status code 137".
 _DIGIT_KEYWORDS: Tuple[str, ...] = ()
+_IS_DIGIT_KEYWORD: Dict[str, bool] = {}
 _KEYWORD_RULES: Dict[str, Tuple[int, ...]] = {}
+
+
+# Each digit keyword with its line-class form (digits and blanks deleted, as in
+# a compaction key): a line can hold the keyword only if its key holds the form.
+_DIGIT_FORMS: List[Tuple[str, str]] = []
+_FORMS: List[Tuple[str, str]] = []  # the same for every keyword
+_NEWLINE_KEYWORDS: List[str] = []
 
 
 _TRIE: Optional["re.Pattern[str]"] = None
@@ -65,20 +75,33 @@ def _build_keyword_trie(keywords: Sequence[str]) -> None:
         d[""] = {}
 
     def build(d: Dict[str, Any]) -> str:
-        alts = [re.escape(ch) + build(sub) for ch, sub in sorted(d.items()) if ch]
+        # re tries a group's alternatives one after another at every position of
+        # the text; the children of a trie node start with distinct characters,
+        # so their order changes nothing but how soon a common letter is found.
+        alts = [re.escape(ch) + build(sub) for ch, sub in sorted(d.items(), key=_by_frequency) if ch]
         if not alts:
             return ""
         body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
         return "(?:" + body + ")?" if "" in d else body
 
-    _TRIE = re.compile("(?=(" + build(trie) + "))") if keywords else None
+    # The character class in front rejects a position that starts no keyword
+    # (digits, most punctuation) in one bitmap test instead of ~35 tries.
+    firsts = "".join(re.escape(ch) for ch in sorted({w[0] for w in keywords}))
+    _TRIE = re.compile("(?=[" + firsts + "])(?=(" + build(trie) + "))") if keywords else None
     _PREFIXES = {k: tuple(p for p in keywords if k.startswith(p)) for k in keywords}
+
+
+_LETTER_RANK = {ch: i for i, ch in enumerate(" etaoinsrhldcumfpgwybvkxjqz")}
+
+
+def _by_frequency(item: Tuple[str, Any]) -> Tuple[int, str]:
+    return _LETTER_RANK.get(item[0], len(_LETTER_RANK)), item[0]
 
 
 def _compiled() -> Tuple[_Compiled, ...]:
     # Compiled on first use, not at import: the epilog imports this package
     # even for jobs whose logs it never needs to read.
-    global _COMPILED, _KEYWORDS, _DIGIT_KEYWORDS, _KEYWORD_RULES
+    global _COMPILED, _KEYWORDS, _DIGIT_KEYWORDS, _IS_DIGIT_KEYWORD, _KEYWORD_RULES
     if _COMPILED is None:
         by_kw: Dict[str, List[int]] = {}
         for i, r in enumerate(RULES):
@@ -86,7 +109,15 @@ def _compiled() -> Tuple[_Compiled, ...]:
                 by_kw.setdefault(kw, []).append(i)
         _KEYWORDS = tuple(k for k in by_kw if not any(ch.isdigit() for ch in k))
         _DIGIT_KEYWORDS = tuple(k for k in by_kw if any(ch.isdigit() for ch in k))
-        _build_keyword_trie(_KEYWORDS)
+        _IS_DIGIT_KEYWORD = {k: k in _DIGIT_KEYWORDS for k in by_kw}
+        _FORMS[:] = [(k.encode("utf-8", "surrogatepass").translate(None, _DIGITS_BLANKS).decode("latin-1"), k)
+                     for k in by_kw if "\n" not in k]
+        _NEWLINE_KEYWORDS[:] = [k for k in by_kw if "\n" in k]
+        _DIGIT_FORMS[:] = [(k.encode("utf-8", "surrogatepass").translate(None, _DIGITS_BLANKS).decode("latin-1"), k)
+                           for k in _DIGIT_KEYWORDS if "\n" not in k]
+        # Digit keywords ride in the trie too: it finds them in the searched
+        # lines at no extra pass; only lines of a benign class need their forms.
+        _build_keyword_trie(_KEYWORDS + _DIGIT_KEYWORDS)
         _KEYWORD_RULES = {k: tuple(v) for k, v in by_kw.items()}
         _COMPILED = tuple(
             _Compiled(r, r.compiled(), re.compile(r.exclude) if r.exclude else None) for r in RULES
@@ -120,8 +151,16 @@ def sanitize(text: str, limit: int = EVIDENCE_CHARS) -> str:
 
 
 def _is_kernel(source: str) -> bool:
-    s = source.lower()
-    return any(k in s for k in _KERNEL_SOURCES)
+    known = _KERNEL_SOURCE.get(source)
+    if known is None:
+        s = source.lower()
+        known = any(k in s for k in _KERNEL_SOURCES)
+        if len(_KERNEL_SOURCE) < 1024:  # a --batch has a handful of source names
+            _KERNEL_SOURCE[source] = known
+    return known
+
+
+_KERNEL_SOURCE: Dict[str, bool] = {}
 
 
 # Deleting digits and blanks makes the thousands of progress lines of a
@@ -161,13 +200,16 @@ def _is_code_after_frame(line: str) -> bool:
     return body.startswith("  ")
 
 
-def _compact(text: str) -> Tuple[List[str], List[int], List[int], List[bytes]]:
+def _compact(text: str) -> Tuple[List[str], List[int], List[bytes], List[Optional[bytes]]]:
     """Unique non-frame lines (by a digit/blank-blind key), in order of last occurrence.
 
-    Returns (lines, original index of each line's last occurrence, of its
-    first, the line's key). Every rule is line-local, so the unique lines
-    match whatever the whole text would. The dictionaries are built by
-    ``dict(zip(...))`` (C speed); only tracebacks need a per-line look.
+    Returns (lines, original index of each line's last occurrence, the line's
+    key, the key of every original line, None for a skipped frame). Every
+    rule is line-local, so the unique lines match whatever the whole text
+    would. The dictionary is built by ``dict(zip(...))`` (C speed); only
+    tracebacks need a per-line look. A line's first occurrence is
+    ``all_keys.index(key)``, looked up only for the few lines that match a
+    rule (a second dictionary for every line cost ~5% of a log's time).
     """
     lines = text.split("\n")
     # bytes.translate is C-fast; a UTF-8 "\n" is always the single byte 0x0A,
@@ -179,7 +221,9 @@ def _compact(text: str) -> Tuple[List[str], List[int], List[int], List[bytes]]:
         # blank line once its bytes >= 0x80 are dropped, and would vanish with the blanks.
         for i in [i for i, k in enumerate(keys) if not k and lines[i].strip()]:
             keys[i] = lines[i].encode("utf-8", "surrogatepass")
-    if b'File"' in kb or b"frame#" in kb:
+    # bytes.find, not "in": bytes "in" first tries the needle as an int and
+    # pays for the TypeError on every call (CPython 3.11).
+    if kb.find(b'File"') >= 0 or kb.find(b"frame#") >= 0:
         for i in [i for i, k in enumerate(keys) if k is not None and (
                 k.startswith((b'File"', b"frame#")) or (k[:1] == b"[" and (b']:File"' in k[:48] or b"]:frame#" in k[:48])))]:
             if _is_frame(lines[i]) is None:
@@ -190,21 +234,21 @@ def _compact(text: str) -> Tuple[List[str], List[int], List[int], List[bytes]]:
                 keys[i + 1] = None
     n = len(keys)
     last = dict(zip(keys, range(n)))
-    first = dict(zip(reversed(keys), range(n - 1, -1, -1)))
     last.pop(None, None)
     order = sorted(last.values())
     # A single huge line (tqdm redraws joined by "\r") is cut to its end,
     # where the error that ended the job is printed.
     out = [lines[i] if len(lines[i]) <= MAX_LINE_CHARS else lines[i][-MAX_LINE_CHARS:] for i in order]
     out_keys = [keys[i] for i in order]
-    return out, order, [first[k] for k in out_keys], out_keys  # type: ignore[misc]
+    return out, order, out_keys, keys  # type: ignore[return-value]
 
 
 # Line classes (compaction keys) in which no rule keyword occurs, remembered
 # across the texts of one process: a --batch over a cluster's logs meets the
 # same progress, INFO and warning lines in every job, and need not search
-# them again. Bounded; cleared when full. Only short keys are kept.
-_BENIGN: Dict[bytes, None] = {}
+# them again. Bounded; cleared when full. Only short keys are kept. The value
+# is the digit keywords whose form the key holds (None: not looked at yet).
+_BENIGN: Dict[bytes, Optional[Tuple[str, ...]]] = {}
 _BENIGN_MAX = 65536
 _BENIGN_KEY_MAX = 512
 
@@ -224,19 +268,17 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
             cut = nl + 1
         first_line += text.count("\n", 0, cut)
         text = text[cut:]
-    lines, line_idx, first_idx, keys = _compact(text)
+    lines, line_idx, keys, all_keys = _compact(text)
     # Only line classes not already known to hold no keyword are searched.
     benign = _BENIGN
     sidx = [j for j, k in enumerate(keys) if k not in benign] if benign else list(range(len(lines)))
     scan = [lines[j] for j in sidx]
     low = "\n".join(scan).lower()
-    if len(low) != sum(len(x) for x in scan) + len(scan) - 1:
+    if len(low) != sum(map(len, scan)) + len(scan) - 1:
         # A few non-ASCII characters change length when lower-cased; keep
         # offsets aligned by lower-casing line by line.
         low = "\n".join(x.lower() if len(x.lower()) == len(x) else x for x in scan)
-    offsets = [0]
-    for x in scan[:-1]:
-        offsets.append(offsets[-1] + len(x) + 1)
+    offsets = _line_starts(scan)
     kernel = _is_kernel(log.source)
     hits: List[Hit] = []
     compiled = _compiled()
@@ -245,29 +287,22 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
     # present ones are located line by line.
     per_rule: Dict[int, set] = {}
     hit_pos: set = set()
-    present = set()
+    # With an ASCII text, a digit keyword in a searched line is found right
+    # here; see _digit_keyword_lines for the others.
+    digits_here = text.isascii() and len(_DIGIT_FORMS) == len(_DIGIT_KEYWORDS)
+    present: set = set()
     if _TRIE is not None:
-        for longest in {m.group(1) for m in _TRIE.finditer(low)}:
-            present.update(_PREFIXES[longest])
+        present = _present_keywords(scan, [keys[j] for j in sidx], low) if digits_here else _trie_keywords(low)
     for kw in present:
+        if _IS_DIGIT_KEYWORD[kw] and not digits_here:
+            continue
         at = [sidx[p] for p in _keyword_lines(kw, low, offsets)]
-        hit_pos.update(at)
+        if not _IS_DIGIT_KEYWORD[kw]:
+            hit_pos.update(at)
         for ri in _KEYWORD_RULES[kw]:
             per_rule.setdefault(ri, set()).update(at)
-    if len(sidx) < len(lines):
-        low_all = "\n".join(lines).lower()
-        if len(low_all) == sum(len(x) for x in lines) + len(lines) - 1:
-            all_offsets = [0]
-            for x in lines[:-1]:
-                all_offsets.append(all_offsets[-1] + len(x) + 1)
-            digit_scan: Tuple[str, List[int], Optional[List[int]]] = (low_all, all_offsets, None)
-        else:  # offsets would not line up; fall back to the searched lines only
-            digit_scan = (low, offsets, sidx)
-    else:
-        digit_scan = (low, offsets, sidx)
-    d_low, d_offsets, d_map = digit_scan
-    for kw in [k for k in _DIGIT_KEYWORDS if k in d_low]:
-        at = [d_map[p] if d_map is not None else p for p in _keyword_lines(kw, d_low, d_offsets)]
+    for kw, at in (_digit_keyword_lines(lines, keys, len(sidx)) if digits_here else
+                   _digit_keyword_lines_slow(lines, sidx, low, offsets)):
         for ri in _KEYWORD_RULES[kw]:
             per_rule.setdefault(ri, set()).update(at)
     if len(benign) > _BENIGN_MAX:
@@ -293,18 +328,115 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
                 continue
             rid, cat, rank, conf, says = rule.id, rule.category, rule.rank, rule.confidence, rule.says
             if rule.judge:
-                judged = _JUDGES[rule.judge](line)
+                judged = JUDGES[rule.judge](line)
                 if judged is None:
                     continue
                 rid, cat, rank, conf, says = judged
             hits.append(Hit(rid, cat, rank, conf, source_idx, line_idx[li],
                             Evidence(log.source, first_line + line_idx[li], sanitize(line)), says,
-                            first_pos=first_idx[li], base_rule=rule.id))
+                            first_pos=all_keys.index(keys[li]), base_rule=rule.id))
             n += 1
             if n >= MAX_HITS_PER_RULE:
                 break
     hits.sort(key=lambda h: h.pos)
     return hits
+
+
+def _trie_keywords(low: str) -> set:
+    """Every keyword in ``low``."""
+    present: set = set()
+    for longest in {m.group(1) for m in _TRIE.finditer(low)} if _TRIE is not None else ():
+        present.update(_PREFIXES[longest])
+    return present
+
+
+# Line classes that hold a keyword, remembered like _BENIGN: None when seen
+# once, then the keywords whose form (see _DIGIT_FORMS) the class's key holds.
+# A --batch meets the same keyword-bearing progress lines in every job
+# ("number of nan iterations: 0"); a recurring class is checked with a few
+# "in" tests instead of the trie, which costs ~100 ns a character.
+_KEYWORD_CLASSES: Dict[bytes, Optional[Tuple[str, ...]]] = {}
+_UNSEEN: Any = object()  # not (): an empty tuple is a class with no keyword forms
+
+
+def _present_keywords(scan: List[str], scan_keys: List[bytes], low: str) -> set:
+    """Keywords in the lines of an ASCII text (a superset is harmless: each one's
+    lines are then located exactly in ``low``)."""
+    seen = _KEYWORD_CLASSES
+    if len(seen) > _BENIGN_MAX:
+        seen.clear()
+    present: set = set()
+    new_lines = []
+    for line, key in zip(scan, scan_keys):
+        maybe = seen.get(key, _UNSEEN)
+        if maybe is _UNSEEN or len(key) > _BENIGN_KEY_MAX:
+            if len(key) <= _BENIGN_KEY_MAX:
+                seen[key] = None
+            new_lines.append(line)
+            continue
+        if maybe is None:
+            low_key = key.decode("latin-1").lower()
+            maybe = seen[key] = tuple(kw for form, kw in _FORMS if form in low_key)
+        if maybe:
+            low_line = line.lower()
+            present.update([kw for kw in maybe if kw in low_line])
+    if new_lines:
+        present |= _trie_keywords("\n".join(new_lines).lower())
+    # A keyword with a newline ("inf\n") spans two searched lines.
+    present.update([kw for kw in _NEWLINE_KEYWORDS if kw in low])
+    return present
+
+
+def _line_starts(lines: List[str]) -> List[int]:
+    """Offsets of each line in ``"\\n".join(lines)`` (C-speed accumulate)."""
+    return list(accumulate(map(_PLUS_ONE, map(len, lines[:-1])), initial=0))
+
+
+_PLUS_ONE = (1).__add__
+
+
+def _digit_keyword_lines(lines: List[str], keys: List[bytes], searched: int) -> List[Tuple[str, List[int]]]:
+    """(digit keyword, indexes of the lines holding it) for the lines of an ASCII
+    text the trie did not search (their class is benign).
+
+    Keywords with digits are searched in every line: the benign-line cache is
+    keyed digit-blind, and "status code 0" must not hide a later "status code 137".
+    ASCII: a keyword in a line puts its form in the line's key, so only lines
+    whose key holds a form are searched, and a key's forms are looked up once.
+    """
+    benign = _BENIGN
+    if searched == len(lines) or not benign:
+        return []
+    found: Dict[str, List[int]] = {}
+    for j, k in enumerate(keys):
+        maybe = benign.get(k, ())
+        if maybe is None:
+            low_key = k.decode("latin-1").lower()
+            maybe = benign[k] = tuple(kw for form, kw in _DIGIT_FORMS if form in low_key)
+        if maybe:
+            line = lines[j].lower()
+            for kw in maybe:
+                if kw in line:
+                    found.setdefault(kw, []).append(j)
+    return list(found.items())
+
+
+def _digit_keyword_lines_slow(lines: List[str], sidx: List[int], low: str,
+                              offsets: List[int]) -> List[Tuple[str, List[int]]]:
+    """The same for a text with non-ASCII characters: search the lower-cased lines."""
+    if len(sidx) < len(lines):
+        low_all = "\n".join(lines).lower()
+        if len(low_all) == sum(map(len, lines)) + len(lines) - 1:
+            digit_scan: Tuple[str, List[int], Optional[List[int]]] = (low_all, _line_starts(lines), None)
+        else:  # offsets would not line up; fall back to the searched lines only
+            digit_scan = (low, offsets, sidx)
+    else:
+        digit_scan = (low, offsets, sidx)
+    d_low, d_offsets, d_map = digit_scan
+    out = []
+    for kw in [k for k in _DIGIT_KEYWORDS if k in d_low]:
+        out.append((kw, [d_map[p] if d_map is not None else p for p in _keyword_lines(kw, d_low, d_offsets)]))
+    return out
 
 
 def _keyword_lines(kw: str, low: str, offsets: List[int]) -> Tuple[int, ...]:
@@ -318,96 +450,3 @@ def _keyword_lines(kw: str, low: str, offsets: List[int]) -> Tuple[int, ...]:
             break
         p = low.find(kw, offsets[li + 1])
     return tuple(out)
-
-
-def _judge_xid(line: str) -> Optional[Tuple[str, str, int, float, str]]:
-    """A kernel XID line judged by NVIDIA's catalog (rule 4), as a hit."""
-    # ---- issue 18 hook: kernel lines are read by the XID scanner's own parser
-    # (gcm_checks.xid.parse.parse_xid), so `classify` and `xid scan` cannot disagree.
-    parsed = _kernel_reading(line)
-    m = None if parsed is not None else re.search(r"NVRM: Xid \([^)]*\):\s*(\d+)", line)
-    # A bare "Xid 79" (a person's or a tool's note) counts only for codes in the
-    # catalog and only when clear-cut; "xid 1234" may be a database's.
-    bare = parsed is None and m is None
-    if bare:
-        m = re.search(r"\b[Xx][Ii][Dd](?:\s+[Ee]rror)?[\s:=]+(\d{1,3})\b", line)
-    if parsed is None and m is None:
-        return None
-    code = parsed.xid if parsed is not None else int(m.group(1))  # type: ignore[union-attr]
-    try:
-        from gcm_checks.xid.catalog import CATALOG, assess
-
-        if bare and code not in CATALOG:
-            return None
-        a = assess(parsed.xid if parsed else code, dict(parsed.decoded) if parsed else None)
-        sev, resp, name = a.severity, a.responsibility, a.name
-    except ImportError:  # pragma: no cover - the xid package ships with us
-        from gcm_checks.classify.rules import APP_XIDS, FALLBACK_HW_XIDS
-
-        resp = "application" if code in APP_XIDS else "hardware"
-        sev = "fail" if code in FALLBACK_HW_XIDS else "info"
-        name = ""
-    what = f"XID {code}" + (f" ({name})" if name else "")
-    if resp == "application":
-        return ("kernel.xid.application", "cuda_runtime", 65, 0.6,
-                f"the driver logged {what}, a fault in the job's own GPU code")
-    if sev == "fail":
-        return ("kernel.xid.hardware", "gpu_hardware", 94, 0.9, f"the driver logged {what}")
-    if sev == "warn" and not bare:
-        return ("kernel.xid.warn", "gpu_hardware", 60, 0.5, f"the driver logged {what}")
-    return None
-
-
-def _kernel_reading(line: str) -> Any:
-    """The XID scanner's reading of a kernel line (None: not an XID), issue 18."""
-    if "NVRM" not in line:
-        return None
-    try:
-        from gcm_checks.xid.parse import parse_xid
-    except ImportError:  # pragma: no cover - the xid package ships with us
-        return None
-    return parse_xid(line)
-
-
-def _judge_sxid(line: str) -> Optional[Tuple[str, str, int, float, str]]:
-    """An NVSwitch SXid line judged by gcm_checks.xid.sxid (item 3: one parser, not two).
-
-    A fatal SXid (the driver's own verdict, or an always-fatal code) stalls NVLink
-    traffic until the switch is reset: the CUDA/NCCL errors after it are fallout,
-    so it ranks with the hardware XIDs; so does a non-fatal one whose documented
-    impact is stalled traffic. Other non-fatal ones (replays, heartbeats) are only
-    a hint (they outrank nothing but "could not tell"); ignorable ones and
-    register-detail lines are dropped.
-    """
-    try:
-        from gcm_checks.xid.sxid import CATALOG, ParsedSxid, assess, lookup, parse_sxid
-    except ImportError:  # pragma: no cover - the xid package ships with us
-        return None
-    parsed = parse_sxid(line)
-    if parsed is None:
-        # Not the driver's line: a tool's or a person's "SXid 20034" counts only for
-        # a code in the Fabric Manager guide (the driver's register-detail lines,
-        # "SXid (PCI:...): 20034, Severity 1 ...", are never events).
-        bare = None if "SXid (" in line else re.search(r"\bSXid\b\D{0,20}?(\d{5})\b", line)
-        if bare is None or int(bare.group(1)) not in CATALOG:
-            return None
-        code = int(bare.group(1))
-        # No verdict printed: the guide's own grouping of the code (fatal tables D.5/D.6) stands in for it.
-        parsed = ParsedSxid(None, "", code, True if lookup(code).kind in ("fatal", "always_fatal") else None, None, "")
-    a = assess(parsed)
-    what = f"SXid {parsed.code}" + (f" ({a.name})" if a.name else "")
-    if a.severity == "fail":
-        return ("kernel.nvswitch_sxid", "gpu_hardware", 94, 0.9, f"an NVSwitch reported a fatal {what}")
-    if a.severity == "warn" and "stall" in lookup(parsed.code).impact.lower():
-        # Non-fatal for the switch, not for the job: the guide says NVLink traffic
-        # on that port stalls and CUDA jobs abort (XID 45), e.g. 12028.
-        return ("kernel.nvswitch_sxid.stall", "gpu_hardware", 90, 0.8,
-                f"an NVSwitch reported {what}, which stalls NVLink traffic and aborts CUDA jobs")
-    if a.severity == "warn":
-        return ("kernel.nvswitch_sxid.nonfatal", "gpu_hardware", 8, 0.45, f"an NVSwitch reported a non-fatal {what}")
-    return None
-
-
-_JUDGES = {"xid": _judge_xid, "sxid": _judge_sxid}
-
-
