@@ -14,7 +14,7 @@ from gcm_checks.classify import ClassifyInput, LogText, classify, engine, learn,
 from gcm_checks.classify.corpus import SEALED, TUNING, load as load_corpus, split_of, thread_key
 
 CORPUS = Path(__file__).parent / "fixtures" / "classify_corpus"
-FILES = [str(CORPUS / f) for f in ("a.jsonl", "b.jsonl", "c.jsonl", "d.jsonl", "e.jsonl", "f.jsonl")]
+FILES = [str(CORPUS / f"{b}.jsonl") for b in "abcdefgh"]
 
 RECS = [
     {"id": "t1", "label": "preempted", "text": "spot node reclaimed by provider, workload moved away from node alpha"},
@@ -163,7 +163,9 @@ def test_shipped_model_is_small_and_saw_no_sealed_row() -> None:
     assert len(tuning) * 0.98 <= model["trained_on"] <= len(tuning)
     for part in model.get("parts", [model]):
         if part["kind"] == "knn":
-            assert len(part["docs"]) == model["trained_on"] and {d["id"] for d in part["docs"]} <= tuning
+            # (a row whose words are all too rare or too common has no vector)
+            assert model["trained_on"] * 0.98 <= len(part["docs"]) <= model["trained_on"]
+            assert {d["id"] for d in part["docs"]} <= tuning
     assert (model["threshold"], model["cv_precision"]) == tuple(
         list(x) if isinstance(x, tuple) else x for x in learn_train.BEST[model["learner"]])
     assert learn.answer_confidence(model, 1.0) <= 0.5
