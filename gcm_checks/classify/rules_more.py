@@ -250,7 +250,9 @@ MORE_RULES: Tuple[Rule, ...] = (
          ("mismatch between collectives",), r"Detected mismatch between collectives",
          "ranks ran different collectives"),
     Rule("amp.loss_scale_collapse", "numeric_divergence", R_NUMERIC - 2, 0.7,
-         ("loss scale", "loss is"),
+         # "loss scale to", not "loss scale": Megatron prints "loss scale: 131072.0" on every
+         # iteration line, and the regex ran on it in every log (~25 us a log).
+         ("loss scale to", "loss is"),
          r"(?:reducing|setting) loss scale to:? (?:\d(?:\.\d+)?e-\d{2,}|0\.000\d+)|\bLoss is (?:Infinity|NaN|nan|inf)\b",
          "the fp16 loss scale collapsed or the loss became infinite", warnings_ok=True),
     Rule("vllm.kv_cache", "gpu_oom", R_OOM, 0.85,
@@ -311,7 +313,9 @@ MORE_RULES: Tuple[Rule, ...] = (
          r"|is not a supported wheel on this platform|Found no NVIDIA driver on your system|No CUDA GPUs are available",
          "the software environment is broken (a library, wheel, driver or GPU visibility)"),
     Rule("train.nan_words", "numeric_divergence", R_NUMERIC - 1, 0.75,
-         ("nan ", "became", "becomes", "turned", "went"),
+         # "nan loss"/"nan grad", not "nan ": every Megatron iteration line holds
+         # "number of nan iterations", and the regex ran on it in every log (~30 us a log).
+         ("nan loss", "nan grad", "became", "becomes", "turned", "went"),
          r"(?i:\bnan (?:loss|gradients?|grads?)\b)|(?i:\bloss (?:became|becomes|turned|went) (?:to )?(?:nan|inf)\b)",
          "the loss or the gradients became NaN/Inf"),
     Rule("sched.preempted_word", "preempted", R_SCHED - 10, 0.7,
