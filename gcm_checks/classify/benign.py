@@ -1,0 +1,109 @@
+"""Line classes known to hold no keyword, remembered across the texts of one process,
+and the check that keeps that memory from hiding a keyword (issue 14 item 6).
+
+A --batch over a cluster's logs meets the same progress, INFO and warning lines in
+every job; scan.py searches a line class (its digit/blank/'#'/non-ASCII-blind key)
+with the keyword trie once, and skips it afterwards if it held no keyword. A later
+line of the class can still hold one: "status code 0" then "status code 137", "CUDA
+outof mem ory." then "CUDA out of memory.", "OMP: Err#or" then "OMP: Error #", or a
+blank inside a keyword ("kil led" then "killed"). A keyword in a line puts its form
+(the keyword with the key's deleted characters deleted) into the line's key, so each
+remembered key is looked up once for the forms it holds, and only those keywords are
+then tested in the line itself: the memory narrows the search, it never decides.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Dict, Iterable, List, Optional, Tuple
+
+# Deleting digits and blanks makes the thousands of progress lines of a
+# training log ("iteration 4312/10000 | loss 2.31 ...") collapse to one line
+# class, so the rules look at a few hundred bytes instead of megabytes.
+# Progress bars ("45%|████▌ |", "[#####     ]") and other non-ASCII decoration
+# are deleted from the key too, so a tqdm line at 3% and at 97% is one class.
+DIGITS_BLANKS = b"0123456789 \t#" + bytes(range(0x80, 0x100))
+
+# Key -> the keywords whose form the key holds (None: not looked at yet).
+# Bounded; cleared when full. Only short keys are kept.
+BENIGN: Dict[bytes, Optional[Tuple[str, ...]]] = {}
+BENIGN_MAX = 65536
+BENIGN_KEY_MAX = 512
+
+# (form, keyword) for every ASCII keyword without a newline. Keywords whose form is
+# the keyword itself are kept too: a benign first line can hold their form only with
+# a deleted character inside ("kil led"), and then the later lines must be tested.
+_ASCII_FORMS: List[Tuple[str, str]] = []
+# Keywords with non-ASCII characters ("已杀死"): their form loses them, so they are
+# searched in the text itself; the flag says a plain (not lower-cased) search is exact.
+_NON_ASCII: List[Tuple[str, bool]] = []
+
+
+def key_form(keyword: str) -> str:
+    """The keyword as it appears in a line's key (the key's deleted bytes deleted)."""
+    return keyword.encode("utf-8", "surrogatepass").translate(None, DIGITS_BLANKS).decode("latin-1")
+
+
+def set_keywords(keywords: Iterable[str]) -> None:
+    """Called by scan.py when it compiles the rule table."""
+    kws = [k for k in keywords if "\n" not in k]
+    _ASCII_FORMS[:] = [(key_form(k), k) for k in kws if k.isascii()]
+    # A character with no case (CJK, "Lo") is the lower-case form of no other character.
+    _NON_ASCII[:] = [(k, all(unicodedata.category(c) == "Lo" or (c.isascii() and not c.isalpha()) for c in k))
+                     for k in kws if not k.isascii()]
+    BENIGN.clear()  # cached look-ups were made with the old keyword list
+
+
+def remember(keys: List[bytes], searched: List[int], holds_keyword: set) -> None:
+    """Remember the searched line classes that held no keyword."""
+    if len(BENIGN) > BENIGN_MAX:
+        BENIGN.clear()
+    for j in searched:
+        if j not in holds_keyword and len(keys[j]) <= BENIGN_KEY_MAX:
+            BENIGN[keys[j]] = None
+
+
+def benign_keyword_lines(lines: List[str], keys: List[bytes], searched: int,
+                         text: str, is_ascii: bool) -> List[Tuple[str, List[int]]]:
+    """(keyword, indexes of the lines holding it) for the lines the trie did not
+    search because their class is in BENIGN.
+
+    A line is lower-cased as scan.py lower-cases the searched ones (not at all when
+    that changes its length). The form test is exact but for one character: the
+    Kelvin sign lower-cases to "k" and leaves no byte in the key, so scan.py
+    searches every line of a text that holds it.
+    """
+    benign = BENIGN
+    if searched == len(lines) or not benign:
+        return []
+    found: Dict[str, List[int]] = {}
+    forms = _ASCII_FORMS
+    for j, k in enumerate(keys):
+        maybe = benign.get(k, ())
+        if maybe is None:
+            low_key = k.decode("latin-1").lower()
+            maybe = benign[k] = tuple(kw for form, kw in forms if form in low_key)
+        if maybe:
+            line = lines[j].lower()
+            if not is_ascii and len(line) != len(lines[j]):
+                line = lines[j]
+            for kw in maybe:
+                if kw in line:
+                    found.setdefault(kw, []).append(j)
+    if not is_ascii:
+        low_text: Optional[str] = None
+        for kw, caseless in _NON_ASCII:
+            if caseless:
+                if kw not in text:
+                    continue
+            else:
+                if low_text is None:
+                    low_text = text.lower()
+                if kw not in low_text:
+                    continue
+            for j, k in enumerate(keys):
+                if k in benign:
+                    line = lines[j].lower()
+                    if kw in (line if len(line) == len(lines[j]) else lines[j]):
+                        found.setdefault(kw, []).append(j)
+    return list(found.items())
