@@ -14,8 +14,11 @@ then tested in the line itself: the memory narrows the search, it never decides.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Dict, Iterable, List, Optional, Tuple
+
+from gcm_checks.classify.kwtrie import build_trie
 
 # Deleting digits and blanks makes the thousands of progress lines of a
 # training log ("iteration 4312/10000 | loss 2.31 ...") collapse to one line
@@ -30,10 +33,15 @@ BENIGN: Dict[bytes, Optional[Tuple[str, ...]]] = {}
 BENIGN_MAX = 65536
 BENIGN_KEY_MAX = 512
 
-# (form, keyword) for every ASCII keyword without a newline. Keywords whose form is
-# the keyword itself are kept too: a benign first line can hold their form only with
-# a deleted character inside ("kil led"), and then the later lines must be tested.
-_ASCII_FORMS: List[Tuple[str, str]] = []
+# The forms of every ASCII keyword without a newline, as a trie (one pass over a key
+# instead of ~1,100 "in" tests: a --batch keeps meeting new recurring classes), and
+# the keywords of each form. Keywords whose form is the keyword itself are kept too:
+# a benign first line can hold their form only with a deleted character inside
+# ("kil led"), and then the later lines must be tested.
+_FORM_TRIE: Optional["re.Pattern[str]"] = None
+_FORM_PREFIXES: Dict[str, Tuple[str, ...]] = {}
+_BY_FORM: Dict[str, Tuple[str, ...]] = {}
+_EMPTY_FORM: Tuple[str, ...] = ()  # a keyword of only digits/blanks/'#' is in every key
 # Keywords with non-ASCII characters ("已杀死"): their form loses them, so they are
 # searched in the text itself; the flag says a plain (not lower-cased) search is exact.
 _NON_ASCII: List[Tuple[str, bool]] = []
@@ -46,8 +54,15 @@ def key_form(keyword: str) -> str:
 
 def set_keywords(keywords: Iterable[str]) -> None:
     """Called by scan.py when it compiles the rule table."""
+    global _FORM_TRIE, _FORM_PREFIXES, _BY_FORM, _EMPTY_FORM
     kws = [k for k in keywords if "\n" not in k]
-    _ASCII_FORMS[:] = [(key_form(k), k) for k in kws if k.isascii()]
+    by_form: Dict[str, List[str]] = {}
+    for k in kws:
+        if k.isascii():
+            by_form.setdefault(key_form(k), []).append(k)
+    _EMPTY_FORM = tuple(by_form.pop("", ()))
+    _BY_FORM = {f: tuple(v) for f, v in by_form.items()}
+    _FORM_TRIE, _FORM_PREFIXES = build_trie(list(_BY_FORM))
     # A character with no case (CJK, "Lo") is the lower-case form of no other character.
     _NON_ASCII[:] = [(k, all(unicodedata.category(c) == "Lo" or (c.isascii() and not c.isalpha()) for c in k))
                      for k in kws if not k.isascii()]
@@ -77,12 +92,10 @@ def benign_keyword_lines(lines: List[str], keys: List[bytes], searched: int,
     if searched == len(lines) or not benign:
         return []
     found: Dict[str, List[int]] = {}
-    forms = _ASCII_FORMS
     for j, k in enumerate(keys):
         maybe = benign.get(k, ())
         if maybe is None:
-            low_key = k.decode("latin-1").lower()
-            maybe = benign[k] = tuple(kw for form, kw in forms if form in low_key)
+            maybe = benign[k] = _keywords_in_key(k)
         if maybe:
             line = lines[j].lower()
             if not is_ascii and len(line) != len(lines[j]):
@@ -107,3 +120,12 @@ def benign_keyword_lines(lines: List[str], keys: List[bytes], searched: int,
                     if kw in (line if len(line) == len(lines[j]) else lines[j]):
                         found.setdefault(kw, []).append(j)
     return list(found.items())
+
+
+def _keywords_in_key(key: bytes) -> Tuple[str, ...]:
+    """The ASCII keywords whose form the key holds."""
+    forms: set = set()
+    if _FORM_TRIE is not None:
+        for m in _FORM_TRIE.finditer(key.decode("latin-1").lower()):
+            forms.update(_FORM_PREFIXES[m.group(1)])
+    return tuple(kw for f in sorted(forms) for kw in _BY_FORM[f]) + _EMPTY_FORM
