@@ -14,11 +14,8 @@ then tested in the line itself: the memory narrows the search, it never decides.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from typing import Dict, Iterable, List, Optional, Tuple
-
-from gcm_checks.classify.kwtrie import build_trie
 
 # Deleting digits and blanks makes the thousands of progress lines of a
 # training log ("iteration 4312/10000 | loss 2.31 ...") collapse to one line
@@ -33,15 +30,15 @@ BENIGN: Dict[bytes, Optional[Tuple[str, ...]]] = {}
 BENIGN_MAX = 65536
 BENIGN_KEY_MAX = 512
 
-# The forms of every ASCII keyword without a newline, as a trie (one pass over a key
-# instead of ~1,100 "in" tests: a --batch keeps meeting new recurring classes), and
-# the keywords of each form. Keywords whose form is the keyword itself are kept too:
-# a benign first line can hold their form only with a deleted character inside
-# ("kil led"), and then the later lines must be tested.
-_FORM_TRIE: Optional["re.Pattern[str]"] = None
-_FORM_PREFIXES: Dict[str, Tuple[str, ...]] = {}
+# The forms of every ASCII keyword without a newline, by their first three
+# characters, and the keywords of each form. A key is looked up with one dict probe
+# per position instead of ~1,100 "in" tests (a --batch keeps meeting new recurring
+# classes); a trie regex would do it too but costs 0.2 s to compile in every process.
+# Keywords whose form is the keyword itself are kept: a benign first line holds their
+# form only with a deleted character inside ("kil led"), and later lines must be tested.
+_BY_GRAM: Dict[str, Tuple[str, ...]] = {}
+_SHORT_FORMS: Tuple[str, ...] = ()  # forms under three characters
 _BY_FORM: Dict[str, Tuple[str, ...]] = {}
-_EMPTY_FORM: Tuple[str, ...] = ()  # a keyword of only digits/blanks/'#' is in every key
 # Keywords with non-ASCII characters ("已杀死"): their form loses them, so they are
 # searched in the text itself; the flag says a plain (not lower-cased) search is exact.
 _NON_ASCII: List[Tuple[str, bool]] = []
@@ -54,15 +51,19 @@ def key_form(keyword: str) -> str:
 
 def set_keywords(keywords: Iterable[str]) -> None:
     """Called by scan.py when it compiles the rule table."""
-    global _FORM_TRIE, _FORM_PREFIXES, _BY_FORM, _EMPTY_FORM
+    global _BY_GRAM, _SHORT_FORMS, _BY_FORM
     kws = [k for k in keywords if "\n" not in k]
     by_form: Dict[str, List[str]] = {}
     for k in kws:
         if k.isascii():
             by_form.setdefault(key_form(k), []).append(k)
-    _EMPTY_FORM = tuple(by_form.pop("", ()))
     _BY_FORM = {f: tuple(v) for f, v in by_form.items()}
-    _FORM_TRIE, _FORM_PREFIXES = build_trie(list(_BY_FORM))
+    by_gram: Dict[str, List[str]] = {}
+    for f in _BY_FORM:
+        if len(f) >= 3:
+            by_gram.setdefault(f[:3], []).append(f)
+    _BY_GRAM = {g: tuple(v) for g, v in by_gram.items()}
+    _SHORT_FORMS = tuple(f for f in _BY_FORM if len(f) < 3)  # "" (a keyword of only digits) is in every key
     # A character with no case (CJK, "Lo") is the lower-case form of no other character.
     _NON_ASCII[:] = [(k, all(unicodedata.category(c) == "Lo" or (c.isascii() and not c.isalpha()) for c in k))
                      for k in kws if not k.isascii()]
@@ -124,8 +125,11 @@ def benign_keyword_lines(lines: List[str], keys: List[bytes], searched: int,
 
 def _keywords_in_key(key: bytes) -> Tuple[str, ...]:
     """The ASCII keywords whose form the key holds."""
-    forms: set = set()
-    if _FORM_TRIE is not None:
-        for m in _FORM_TRIE.finditer(key.decode("latin-1").lower()):
-            forms.update(_FORM_PREFIXES[m.group(1)])
-    return tuple(kw for f in sorted(forms) for kw in _BY_FORM[f]) + _EMPTY_FORM
+    low = key.decode("latin-1").lower()
+    forms = [f for f in _SHORT_FORMS if f in low]
+    get = _BY_GRAM.get
+    for i in range(len(low) - 2):
+        starting = get(low[i:i + 3])
+        if starting:
+            forms.extend([f for f in starting if low.startswith(f, i)])
+    return tuple(kw for f in sorted(set(forms)) for kw in _BY_FORM[f])

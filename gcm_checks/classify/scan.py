@@ -15,7 +15,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from gcm_checks.classify import benign as _benign
 from gcm_checks.classify.benign import BENIGN as _BENIGN, DIGITS_BLANKS as _DIGITS_BLANKS, key_form
 from gcm_checks.classify.judges import JUDGES
-from gcm_checks.classify.kwtrie import build_trie
 from gcm_checks.classify.model import Evidence, LogText
 from gcm_checks.classify.rules import KERNEL, LOG, WARNING_LINE, Rule
 from gcm_checks.classify.rules_more import ALL_RULES as RULES
@@ -61,9 +60,42 @@ _PREFIXES: Dict[str, Tuple[str, ...]] = {}
 
 
 def _build_keyword_trie(keywords: Sequence[str]) -> None:
-    """One regex that finds every keyword in one pass (kwtrie.build_trie)."""
+    """One regex that finds every keyword in one pass (a trie as nested groups).
+
+    ``(?=(...))`` matches at every position, so keywords that overlap or sit
+    inside a longer one are all seen; Python's ``re`` has no Aho-Corasick and
+    350 separate ``in`` tests cost 2.5x more.
+    """
     global _TRIE, _PREFIXES
-    _TRIE, _PREFIXES = build_trie(keywords)
+    trie: Dict[str, Any] = {}
+    for w in keywords:
+        d = trie
+        for ch in w:
+            d = d.setdefault(ch, {})
+        d[""] = {}
+
+    def build(d: Dict[str, Any]) -> str:
+        # re tries a group's alternatives one after another at every position of
+        # the text; the children of a trie node start with distinct characters,
+        # so their order changes nothing but how soon a common letter is found.
+        alts = [re.escape(ch) + build(sub) for ch, sub in sorted(d.items(), key=_by_frequency) if ch]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return "(?:" + body + ")?" if "" in d else body
+
+    # The character class in front rejects a position that starts no keyword
+    # (digits, most punctuation) in one bitmap test instead of ~35 tries.
+    firsts = "".join(re.escape(ch) for ch in sorted({w[0] for w in keywords}))
+    _TRIE = re.compile("(?=[" + firsts + "])(?=(" + build(trie) + "))") if keywords else None
+    _PREFIXES = {k: tuple(p for p in keywords if k.startswith(p)) for k in keywords}
+
+
+_LETTER_RANK = {ch: i for i, ch in enumerate(" etaoinsrhldcumfpgwybvkxjqz")}
+
+
+def _by_frequency(item: Tuple[str, Any]) -> Tuple[int, str]:
+    return _LETTER_RANK.get(item[0], len(_LETTER_RANK)), item[0]
 
 
 def _compiled() -> Tuple[_Compiled, ...]:
