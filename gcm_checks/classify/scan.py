@@ -12,6 +12,8 @@ from itertools import accumulate
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from gcm_checks.classify import benign as _benign
+from gcm_checks.classify.benign import BENIGN as _BENIGN, DIGITS_BLANKS as _DIGITS_BLANKS, key_form
 from gcm_checks.classify.judges import JUDGES
 from gcm_checks.classify.model import Evidence, LogText
 from gcm_checks.classify.rules import KERNEL, LOG, WARNING_LINE, Rule
@@ -38,18 +40,16 @@ class _Compiled:
 _COMPILED: Optional[Tuple[_Compiled, ...]] = None
 # Every distinct keyword once, and for each the indexes of the rules it gates.
 _KEYWORDS: Tuple[str, ...] = ()
-# Keywords with digits ("exit code 137") are searched in every line: the
-# benign-line cache is keyed digit-blind, and "status code 0" must not hide
-# a later "status code 137".
+# Keywords with digits ("exit code 137"): a line that holds only such keywords is
+# still remembered as benign (see benign.py, which finds them there).
 _DIGIT_KEYWORDS: Tuple[str, ...] = ()
 _IS_DIGIT_KEYWORD: Dict[str, bool] = {}
 _KEYWORD_RULES: Dict[str, Tuple[int, ...]] = {}
 
 
-# Each digit keyword with its line-class form (digits and blanks deleted, as in
-# a compaction key): a line can hold the keyword only if its key holds the form.
-_DIGIT_FORMS: List[Tuple[str, str]] = []
-_FORMS: List[Tuple[str, str]] = []  # the same for every keyword
+# Each keyword with its line-class form (see benign.key_form): a line can hold the
+# keyword only if its key holds the form.
+_FORMS: List[Tuple[str, str]] = []
 _NEWLINE_KEYWORDS: List[str] = []
 
 
@@ -110,11 +110,9 @@ def _compiled() -> Tuple[_Compiled, ...]:
         _KEYWORDS = tuple(k for k in by_kw if not any(ch.isdigit() for ch in k))
         _DIGIT_KEYWORDS = tuple(k for k in by_kw if any(ch.isdigit() for ch in k))
         _IS_DIGIT_KEYWORD = {k: k in _DIGIT_KEYWORDS for k in by_kw}
-        _FORMS[:] = [(k.encode("utf-8", "surrogatepass").translate(None, _DIGITS_BLANKS).decode("latin-1"), k)
-                     for k in by_kw if "\n" not in k]
+        _FORMS[:] = [(key_form(k), k) for k in by_kw if "\n" not in k]
         _NEWLINE_KEYWORDS[:] = [k for k in by_kw if "\n" in k]
-        _DIGIT_FORMS[:] = [(k.encode("utf-8", "surrogatepass").translate(None, _DIGITS_BLANKS).decode("latin-1"), k)
-                           for k in _DIGIT_KEYWORDS if "\n" not in k]
+        _benign.set_keywords(by_kw)
         # Digit keywords ride in the trie too: it finds them in the searched
         # lines at no extra pass; only lines of a benign class need their forms.
         _build_keyword_trie(_KEYWORDS + _DIGIT_KEYWORDS)
@@ -163,12 +161,7 @@ def _is_kernel(source: str) -> bool:
 _KERNEL_SOURCE: Dict[str, bool] = {}
 
 
-# Deleting digits and blanks makes the thousands of progress lines of a
-# training log ("iteration 4312/10000 | loss 2.31 ...") collapse to one line
-# class, so the rules look at a few hundred bytes instead of megabytes.
-# Progress bars ("45%|████▌ |", "[#####     ]") and other non-ASCII decoration
-# are deleted from the key too, so a tqdm line at 3% and at 97% is one class.
-_DIGITS_BLANKS = b"0123456789 \t#" + bytes(range(0x80, 0x100))
+# The key's deleted bytes (_DIGITS_BLANKS) and why: see benign.py.
 
 
 _PREFIX = re.compile(r"^(?:\[[^\]\n]{0,40}\]:?)+")  # "[rank5]:", "[default3]:", "[1,12]<stdout>:" style
@@ -244,13 +237,9 @@ def _compact(text: str) -> Tuple[List[str], List[int], List[bytes], List[Optiona
 
 
 # Line classes (compaction keys) in which no rule keyword occurs, remembered
-# across the texts of one process: a --batch over a cluster's logs meets the
-# same progress, INFO and warning lines in every job, and need not search
-# them again. Bounded; cleared when full. Only short keys are kept. The value
-# is the digit keywords whose form the key holds (None: not looked at yet).
-_BENIGN: Dict[bytes, Optional[Tuple[str, ...]]] = {}
-_BENIGN_MAX = 65536
-_BENIGN_KEY_MAX = 512
+# across the texts of one process: benign.py.
+_BENIGN_MAX = _benign.BENIGN_MAX
+_BENIGN_KEY_MAX = _benign.BENIGN_KEY_MAX
 
 
 def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
@@ -269,8 +258,10 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
         first_line += text.count("\n", 0, cut)
         text = text[cut:]
     lines, line_idx, keys, all_keys = _compact(text)
-    # Only line classes not already known to hold no keyword are searched.
-    benign = _BENIGN
+    is_ascii = text.isascii()
+    # Only line classes not already known to hold no keyword are searched; the
+    # Kelvin sign lower-cases to "k" but leaves no byte in a key (benign.py).
+    benign = _BENIGN if is_ascii or "\u212a" not in text else {}
     sidx = [j for j, k in enumerate(keys) if k not in benign] if benign else list(range(len(lines)))
     scan = [lines[j] for j in sidx]
     low = "\n".join(scan).lower()
@@ -287,29 +278,21 @@ def scan_text(log: LogText, source_idx: int = 0) -> List[Hit]:
     # present ones are located line by line.
     per_rule: Dict[int, set] = {}
     hit_pos: set = set()
-    # With an ASCII text, a digit keyword in a searched line is found right
-    # here; see _digit_keyword_lines for the others.
-    digits_here = text.isascii() and len(_DIGIT_FORMS) == len(_DIGIT_KEYWORDS)
+    # Keywords in the searched lines are found right here; in the lines of a
+    # benign class by benign.benign_keyword_lines.
     present: set = set()
     if _TRIE is not None:
-        present = _present_keywords(scan, [keys[j] for j in sidx], low) if digits_here else _trie_keywords(low)
+        present = _present_keywords(scan, [keys[j] for j in sidx], low) if is_ascii else _trie_keywords(low)
     for kw in present:
-        if _IS_DIGIT_KEYWORD[kw] and not digits_here:
-            continue
         at = [sidx[p] for p in _keyword_lines(kw, low, offsets)]
         if not _IS_DIGIT_KEYWORD[kw]:
             hit_pos.update(at)
         for ri in _KEYWORD_RULES[kw]:
             per_rule.setdefault(ri, set()).update(at)
-    for kw, at in (_digit_keyword_lines(lines, keys, len(sidx)) if digits_here else
-                   _digit_keyword_lines_slow(lines, sidx, low, offsets)):
+    for kw, at in _benign.benign_keyword_lines(lines, keys, len(sidx), text, is_ascii):
         for ri in _KEYWORD_RULES[kw]:
             per_rule.setdefault(ri, set()).update(at)
-    if len(benign) > _BENIGN_MAX:
-        benign.clear()
-    for j in sidx:
-        if j not in hit_pos and len(keys[j]) <= _BENIGN_KEY_MAX:
-            benign[keys[j]] = None
+    _benign.remember(keys, sidx, hit_pos)
     for ri in sorted(per_rule):
         c = compiled[ri]
         rule = c.rule
@@ -351,7 +334,7 @@ def _trie_keywords(low: str) -> set:
 
 
 # Line classes that hold a keyword, remembered like _BENIGN: None when seen
-# once, then the keywords whose form (see _DIGIT_FORMS) the class's key holds.
+# once, then the keywords whose form (see _FORMS) the class's key holds.
 # A --batch meets the same keyword-bearing progress lines in every job
 # ("number of nan iterations: 0"); a recurring class is checked with a few
 # "in" tests instead of the trie, which costs ~100 ns a character.
@@ -393,50 +376,6 @@ def _line_starts(lines: List[str]) -> List[int]:
 
 
 _PLUS_ONE = (1).__add__
-
-
-def _digit_keyword_lines(lines: List[str], keys: List[bytes], searched: int) -> List[Tuple[str, List[int]]]:
-    """(digit keyword, indexes of the lines holding it) for the lines of an ASCII
-    text the trie did not search (their class is benign).
-
-    Keywords with digits are searched in every line: the benign-line cache is
-    keyed digit-blind, and "status code 0" must not hide a later "status code 137".
-    ASCII: a keyword in a line puts its form in the line's key, so only lines
-    whose key holds a form are searched, and a key's forms are looked up once.
-    """
-    benign = _BENIGN
-    if searched == len(lines) or not benign:
-        return []
-    found: Dict[str, List[int]] = {}
-    for j, k in enumerate(keys):
-        maybe = benign.get(k, ())
-        if maybe is None:
-            low_key = k.decode("latin-1").lower()
-            maybe = benign[k] = tuple(kw for form, kw in _DIGIT_FORMS if form in low_key)
-        if maybe:
-            line = lines[j].lower()
-            for kw in maybe:
-                if kw in line:
-                    found.setdefault(kw, []).append(j)
-    return list(found.items())
-
-
-def _digit_keyword_lines_slow(lines: List[str], sidx: List[int], low: str,
-                              offsets: List[int]) -> List[Tuple[str, List[int]]]:
-    """The same for a text with non-ASCII characters: search the lower-cased lines."""
-    if len(sidx) < len(lines):
-        low_all = "\n".join(lines).lower()
-        if len(low_all) == sum(map(len, lines)) + len(lines) - 1:
-            digit_scan: Tuple[str, List[int], Optional[List[int]]] = (low_all, _line_starts(lines), None)
-        else:  # offsets would not line up; fall back to the searched lines only
-            digit_scan = (low, offsets, sidx)
-    else:
-        digit_scan = (low, offsets, sidx)
-    d_low, d_offsets, d_map = digit_scan
-    out = []
-    for kw in [k for k in _DIGIT_KEYWORDS if k in d_low]:
-        out.append((kw, [d_map[p] if d_map is not None else p for p in _keyword_lines(kw, d_low, d_offsets)]))
-    return out
 
 
 def _keyword_lines(kw: str, low: str, offsets: List[int]) -> Tuple[int, ...]:
