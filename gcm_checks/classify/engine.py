@@ -262,8 +262,11 @@ def classify(inp: ClassifyInput) -> Classification:
 
 # Item 7 of issue 14: when no rule claims a log, a model learned from the
 # labelled real excerpts may guess (gcm_checks.classify.learn, which also says
-# how it was measured; docs/failure-taxonomy.md). LEARNED_FALLBACK_DEFAULT is
-# what cross-validation on the corpus's tuning rows supports.
+# how it was measured; docs/failure-taxonomy.md). Off by default since the fourth
+# round for its cost, not its answers: cross-validation and every held-out split say
+# it helps (+0.016 macro-F1 on a..h's sealed third), but at ~0.3 ms a log that
+# reaches it, it costs ~35% of `classify --batch` on item 6's bench
+# (docs/benchmarks.md, "Quality on real logs", fourth round). `--learned` turns it on.
 LEARNED_FALLBACK_DEFAULT = False
 LEARNED_FALLBACK = LEARNED_FALLBACK_DEFAULT
 
