@@ -96,7 +96,7 @@ def benign_keyword_lines(lines: List[str], keys: List[bytes], searched: int,
     for j, k in enumerate(keys):
         maybe = benign.get(k, ())
         if maybe is None:
-            maybe = benign[k] = _keywords_in_key(k)
+            maybe = benign[k] = keywords_in_key(k)
         if maybe:
             line = lines[j].lower()
             if not is_ascii and len(line) != len(lines[j]):
@@ -123,7 +123,7 @@ def benign_keyword_lines(lines: List[str], keys: List[bytes], searched: int,
     return list(found.items())
 
 
-def _keywords_in_key(key: bytes) -> Tuple[str, ...]:
+def keywords_in_key(key: bytes) -> Tuple[str, ...]:
     """The ASCII keywords whose form the key holds."""
     low = key.decode("latin-1").lower()
     forms = [f for f in _SHORT_FORMS if f in low]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from gcm_checks.classify import benign as _benign
-from gcm_checks.classify.benign import BENIGN as _BENIGN, DIGITS_BLANKS as _DIGITS_BLANKS, key_form
+from gcm_checks.classify.benign import BENIGN as _BENIGN, DIGITS_BLANKS as _DIGITS_BLANKS
 from gcm_checks.classify.judges import JUDGES
 from gcm_checks.classify.model import Evidence, LogText
 from gcm_checks.classify.rules import KERNEL, LOG, WARNING_LINE, Rule
@@ -47,9 +47,6 @@ _IS_DIGIT_KEYWORD: Dict[str, bool] = {}
 _KEYWORD_RULES: Dict[str, Tuple[int, ...]] = {}
 
 
-# Each keyword with its line-class form (see benign.key_form): a line can hold the
-# keyword only if its key holds the form.
-_FORMS: List[Tuple[str, str]] = []
 _NEWLINE_KEYWORDS: List[str] = []
 
 
@@ -110,7 +107,6 @@ def _compiled() -> Tuple[_Compiled, ...]:
         _KEYWORDS = tuple(k for k in by_kw if not any(ch.isdigit() for ch in k))
         _DIGIT_KEYWORDS = tuple(k for k in by_kw if any(ch.isdigit() for ch in k))
         _IS_DIGIT_KEYWORD = {k: k in _DIGIT_KEYWORDS for k in by_kw}
-        _FORMS[:] = [(key_form(k), k) for k in by_kw if "\n" not in k]
         _NEWLINE_KEYWORDS[:] = [k for k in by_kw if "\n" in k]
         _benign.set_keywords(by_kw)
         # Digit keywords ride in the trie too: it finds them in the searched
@@ -334,7 +330,7 @@ def _trie_keywords(low: str) -> set:
 
 
 # Line classes that hold a keyword, remembered like _BENIGN: None when seen
-# once, then the keywords whose form (see _FORMS) the class's key holds.
+# once, then the keywords whose form the class's key holds (benign.keywords_in_key).
 # A --batch meets the same keyword-bearing progress lines in every job
 # ("number of nan iterations: 0"); a recurring class is checked with a few
 # "in" tests instead of the trie, which costs ~100 ns a character.
@@ -358,8 +354,9 @@ def _present_keywords(scan: List[str], scan_keys: List[bytes], low: str) -> set:
             new_lines.append(line)
             continue
         if maybe is None:
-            low_key = key.decode("latin-1").lower()
-            maybe = seen[key] = tuple(kw for form, kw in _FORMS if form in low_key)
+            # The same look-up the benign memory makes; the text is ASCII, so the
+            # ASCII keywords are all it could hold.
+            maybe = seen[key] = _benign.keywords_in_key(key)
         if maybe:
             low_line = line.lower()
             present.update([kw for kw in maybe if kw in low_line])
